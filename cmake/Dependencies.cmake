@@ -1,0 +1,41 @@
+# Every dependency is found on the system first; the pinned FetchContent fallback serves machines
+# that lack it (it needs network, so offline GPU runners install the packages instead: README.md).
+# The fallbacks are pinned by release tag; GitHub is not reachable from the development machines,
+# so their archive hashes could not be recorded here.
+include(FetchContent)
+
+find_package(CUDAToolkit 12.4 REQUIRED)
+if(NOT TARGET CUDA::cupti)
+  message(FATAL_ERROR "CUPTI was not found with the CUDA Toolkit at ${CUDAToolkit_LIBRARY_ROOT}")
+endif()
+
+FetchContent_Declare(GTest
+  URL https://github.com/google/googletest/archive/refs/tags/release-1.12.1.tar.gz
+  FIND_PACKAGE_ARGS 1.12 NAMES GTest)
+FetchContent_Declare(benchmark
+  URL https://github.com/google/benchmark/archive/refs/tags/v1.7.1.tar.gz
+  FIND_PACKAGE_ARGS 1.7)
+FetchContent_Declare(Eigen3
+  URL https://gitlab.com/libeigen/eigen/-/archive/3.4.0/eigen-3.4.0.tar.gz
+  FIND_PACKAGE_ARGS 3.3 NO_MODULE)
+FetchContent_Declare(yaml-cpp
+  URL https://github.com/jbeder/yaml-cpp/archive/refs/tags/0.8.0.tar.gz
+  FIND_PACKAGE_ARGS 0.7)
+
+set(BENCHMARK_ENABLE_TESTING OFF CACHE BOOL "" FORCE)
+set(BENCHMARK_ENABLE_GTEST_TESTS OFF CACHE BOOL "" FORCE)
+set(INSTALL_GTEST OFF CACHE BOOL "" FORCE)
+set(YAML_CPP_BUILD_TESTS OFF CACHE BOOL "" FORCE)
+set(YAML_CPP_BUILD_TOOLS OFF CACHE BOOL "" FORCE)
+set(EIGEN_BUILD_DOC OFF CACHE BOOL "" FORCE)
+set(BUILD_TESTING OFF CACHE BOOL "" FORCE)
+FetchContent_MakeAvailable(GTest benchmark Eigen3 yaml-cpp)
+
+# yaml-cpp spells its target differently across versions (0.7: yaml-cpp, 0.8: yaml-cpp::yaml-cpp).
+if(NOT TARGET yaml-cpp::yaml-cpp)
+  add_library(yaml-cpp::yaml-cpp ALIAS yaml-cpp)
+endif()
+if(NOT TARGET GTest::gtest_main)
+  add_library(GTest::gtest_main ALIAS gtest_main)
+  add_library(GTest::gtest ALIAS gtest)
+endif()
