@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# Installs what attngate needs from Debian/Ubuntu packages, skipping what is already there (as a
+# package or as a CMake package config, so GPU runners with no network and hand-built libraries
+# pass). The CUDA toolkit (nvcc, CUPTI) is not installed here: it must be at /usr/local/cuda.
+set -euo pipefail
+
+prefixes=(/usr /usr/local)
+have_config() {  # $1: glob under <prefix>/ of a CMake package config
+  local p f
+  for p in "${prefixes[@]}"; do
+    for f in $p/$1; do [[ -e $f ]] && return 0; done
+  done
+  return 1
+}
+have_pkg() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed"; }
+
+need=()
+command -v cmake >/dev/null || need+=(cmake)
+command -v g++ >/dev/null || need+=(g++)
+command -v make >/dev/null || need+=(make)
+have_pkg libgtest-dev || have_config 'lib*/cmake/GTest/GTestConfig.cmake' ||
+  have_config 'lib/*/cmake/GTest/GTestConfig.cmake' || need+=(libgtest-dev)
+have_pkg libbenchmark-dev || have_config 'lib*/cmake/benchmark/benchmarkConfig.cmake' ||
+  have_config 'lib/*/cmake/benchmark/benchmarkConfig.cmake' || need+=(libbenchmark-dev)
+have_pkg libeigen3-dev || have_config 'share/eigen3/cmake/Eigen3Config.cmake' ||
+  have_config 'lib*/cmake/eigen3/Eigen3Config.cmake' || need+=(libeigen3-dev)
+have_pkg libyaml-cpp-dev || have_config 'lib*/cmake/yaml-cpp/yaml-cpp-config.cmake' ||
+  have_config 'lib/*/cmake/yaml-cpp/yaml-cpp-config.cmake' || have_config 'share/cmake/yaml-cpp/yaml-cpp-config.cmake' ||
+  need+=(libyaml-cpp-dev)
+
+if ((${#need[@]})); then
+  if [[ $(id -u) -ne 0 ]]; then
+    echo "attngate: missing packages: ${need[*]} (run this script as root, or install them)" >&2
+    exit 1
+  fi
+  echo "attngate: installing ${need[*]}"
+  apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}" >/dev/null
+fi
+if [[ ! -x /usr/local/cuda/bin/nvcc ]]; then
+  echo "attngate: no CUDA toolkit at /usr/local/cuda (nvcc is needed to build the kernels)" >&2
+  exit 1
+fi

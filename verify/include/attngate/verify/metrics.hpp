@@ -1,0 +1,48 @@
+// Error metrics between a kernel's output and the fp32 reference, and the pass rule built on them.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "attngate/scenario.hpp"
+
+namespace attngate::verify {
+
+struct ErrorStats {
+  int64_t count = 0;
+  int64_t nonfinite = 0;       // NaN/Inf in `got` where the reference is not the same infinity
+  int64_t masked_mismatch = 0; // reference is -inf (fully masked row) but `got` is not, or the reverse
+  double max_abs = 0.0;        // over elements where both are finite
+  double rel_l2 = 0.0;         // ||got - want|| / ||want|| over finite elements
+  int64_t worst_index = -1;    // element with the largest |got - want|
+  double worst_got = 0.0, worst_want = 0.0;
+
+  bool clean() const { return nonfinite == 0 && masked_mismatch == 0; }
+};
+
+// Compares element by element in double precision. A -inf in `want` (a fully masked LSE row) must be
+// matched by -inf in `got`; any other non-finite value in `got` counts as nonfinite.
+ErrorStats compare(const float* got, const float* want, int64_t n);
+
+// "b=0 s=17 h=3 d=5" for an element of a contiguous BSHD tensor; "b=0 h=3 s=17" for LSE [B,H,S].
+std::string bshd_location(int64_t index, int seqlen, int heads, int head_dim);
+std::string lse_location(int64_t index, int seqlen, int heads);
+
+struct Judgement {
+  bool pass = true;
+  std::vector<std::string> reasons;  // one line per violated rule, with the figures
+  void fail(std::string reason) {
+    pass = false;
+    reasons.push_back(std::move(reason));
+  }
+};
+
+// The initial kernel must meet the suite's absolute bounds for its dtype.
+Judgement judge_absolute(const ErrorStats& o, const ErrorStats& lse, const DtypeTolerance& tol);
+
+// Any other kernel: max error at most ratio x the initial kernel's on the same inputs, plus atol.
+Judgement judge_against_initial(const ErrorStats& o, const ErrorStats& lse, const ErrorStats& initial_o,
+                                const ErrorStats& initial_lse, double ratio, const DtypeTolerance& tol);
+
+}  // namespace attngate::verify

@@ -1,0 +1,92 @@
+// Device buffers for one scenario: inputs, guarded outputs and the fp32 reference outputs.
+// verify/ and bench/ both run kernels through this, so poisoning and guards are done one way.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "attngate/inputs.hpp"
+#include "attngate/params.hpp"
+#include "attngate/registry.hpp"
+#include "attngate/scenario.hpp"
+
+namespace attngate::verify {
+
+// Owns one cudaMalloc allocation; frees it on destruction.
+class DeviceBuffer {
+ public:
+  DeviceBuffer() = default;
+  explicit DeviceBuffer(size_t bytes);
+  DeviceBuffer(DeviceBuffer&& o) noexcept : ptr_(o.ptr_), bytes_(o.bytes_) { o.ptr_ = nullptr; o.bytes_ = 0; }
+  DeviceBuffer& operator=(DeviceBuffer&& o) noexcept;
+  DeviceBuffer(const DeviceBuffer&) = delete;
+  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
+  ~DeviceBuffer();
+  void* get() const { return ptr_; }
+  size_t bytes() const { return bytes_; }
+
+ private:
+  void* ptr_ = nullptr;
+  size_t bytes_ = 0;
+};
+
+// An output buffer with guard zones on both sides, filled with a known byte pattern, so that a
+// kernel writing outside its output (one row past the end, a negative offset) is caught.
+class GuardedBuffer {
+ public:
+  static constexpr unsigned char kGuardByte = 0xA5;
+  GuardedBuffer() = default;
+  GuardedBuffer(size_t bytes, size_t guard_bytes);
+  void* data() const { return static_cast<char*>(raw_.get()) + guard_; }
+  size_t bytes() const { return bytes_; }
+  // Guard zones to the pattern and the payload to all-ones bytes (NaN in fp32, bf16 and fp16).
+  void poison(cudaStream_t s);
+  // Number of guard bytes that no longer hold the pattern (synchronizes the stream).
+  int64_t guard_violations(cudaStream_t s) const;
+
+ private:
+  DeviceBuffer raw_;
+  size_t bytes_ = 0, guard_ = 0;
+};
+
+// Contiguous BSHD strides and sizes for `s`, with the given pointers.
+AttnParams make_params(const Scenario& s, const void* q, const void* k, const void* v, void* o, float* lse);
+
+size_t element_bytes(DType t);
+
+struct Problem {
+  explicit Problem(const Scenario& s);
+  Scenario scenario;
+  DeviceBuffer q, k, v;
+  GuardedBuffer o, lse;
+  AttnParams params{};  // points at q, k, v, o, lse
+
+  int64_t q_elems() const;
+  int64_t kv_elems() const;
+  int64_t lse_elems() const;
+  void fill(uint64_t seed, Distribution d, cudaStream_t st);
+  // Launches `kernel` once on `st` and checks the launch status; throws on a launch error.
+  void launch(const KernelInfo& kernel, cudaStream_t st);
+  // O converted to fp32 (contiguous BSHD) and LSE, copied to the host; synchronizes.
+  std::vector<float> o_host(cudaStream_t st) const;
+  std::vector<float> lse_host(cudaStream_t st) const;
+};
+
+// Device properties the harness needs; `available` is false when there is no usable CUDA device,
+// with the runtime's reason in `why`.
+struct DeviceStatus {
+  bool available = false;
+  std::string why;
+  std::string name;
+  int sm = 0;  // major*10+minor
+};
+DeviceStatus probe_device();
+
+// Deterministic per-scenario seed from the run's base seed.
+uint64_t scenario_seed(uint64_t base_seed, const std::string& scenario_id, int distribution_index);
+
+}  // namespace attngate::verify

@@ -1,0 +1,184 @@
+#include "attngate/verify/problem.hpp"
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include <algorithm>
+#include <cmath>
+#include <stdexcept>
+
+#include "attngate/cuda_check.hpp"
+
+namespace attngate::verify {
+
+DeviceBuffer::DeviceBuffer(size_t bytes) : bytes_(bytes) {
+  if (bytes > 0) ATTNGATE_CUDA_CHECK(cudaMalloc(&ptr_, bytes));
+}
+
+DeviceBuffer& DeviceBuffer::operator=(DeviceBuffer&& o) noexcept {
+  if (this != &o) {
+    if (ptr_) cudaFree(ptr_);
+    ptr_ = o.ptr_;
+    bytes_ = o.bytes_;
+    o.ptr_ = nullptr;
+    o.bytes_ = 0;
+  }
+  return *this;
+}
+
+DeviceBuffer::~DeviceBuffer() {
+  if (ptr_) cudaFree(ptr_);  // no throw from a destructor; a failure here surfaces at the next call
+}
+
+GuardedBuffer::GuardedBuffer(size_t bytes, size_t guard_bytes)
+    : raw_(bytes + 2 * guard_bytes), bytes_(bytes), guard_(guard_bytes) {}
+
+void GuardedBuffer::poison(cudaStream_t s) {
+  ATTNGATE_CUDA_CHECK(cudaMemsetAsync(raw_.get(), kGuardByte, guard_, s));
+  ATTNGATE_CUDA_CHECK(cudaMemsetAsync(data(), 0xFF, bytes_, s));
+  ATTNGATE_CUDA_CHECK(cudaMemsetAsync(static_cast<char*>(data()) + bytes_, kGuardByte, guard_, s));
+}
+
+int64_t GuardedBuffer::guard_violations(cudaStream_t s) const {
+  std::vector<unsigned char> host(2 * guard_);
+  ATTNGATE_CUDA_CHECK(cudaMemcpyAsync(host.data(), raw_.get(), guard_, cudaMemcpyDeviceToHost, s));
+  ATTNGATE_CUDA_CHECK(cudaMemcpyAsync(host.data() + guard_, static_cast<char*>(data()) + bytes_, guard_,
+                                      cudaMemcpyDeviceToHost, s));
+  ATTNGATE_CUDA_CHECK(cudaStreamSynchronize(s));
+  int64_t bad = 0;
+  for (unsigned char c : host) bad += (c != kGuardByte);
+  return bad;
+}
+
+size_t element_bytes(DType) { return 2; }
+
+AttnParams make_params(const Scenario& s, const void* q, const void* k, const void* v, void* o, float* lse) {
+  AttnParams p{};
+  p.q = q;
+  p.k = k;
+  p.v = v;
+  p.o = o;
+  p.lse = lse;
+  const int64_t d = s.head_dim;
+  p.q_head_stride = p.o_head_stride = d;
+  p.q_row_stride = p.o_row_stride = int64_t(s.heads_q) * d;
+  p.q_batch_stride = p.o_batch_stride = int64_t(s.seqlen_q) * s.heads_q * d;
+  p.k_head_stride = p.v_head_stride = d;
+  p.k_row_stride = p.v_row_stride = int64_t(s.heads_kv) * d;
+  p.k_batch_stride = p.v_batch_stride = int64_t(s.seqlen_k) * s.heads_kv * d;
+  p.lse_head_stride = s.seqlen_q;
+  p.lse_batch_stride = int64_t(s.heads_q) * s.seqlen_q;
+  p.batch = s.batch;
+  p.seqlen_q = s.seqlen_q;
+  p.seqlen_k = s.seqlen_k;
+  p.heads_q = s.heads_q;
+  p.heads_kv = s.heads_kv;
+  p.head_dim = s.head_dim;
+  p.softmax_scale = 1.0f / std::sqrt(static_cast<float>(s.head_dim));
+  p.causal = s.causal;
+  p.dtype = s.dtype;
+  return p;
+}
+
+namespace {
+
+size_t guard_bytes_for(const Scenario& s, size_t row_bytes) {
+  // At least one full output row, so a write one row past the end lands in the guard.
+  return std::max<size_t>(4096, row_bytes);
+}
+
+template <typename T>
+__global__ void to_float_kernel(const T* in, float* out, int64_t n) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x)
+    out[i] = static_cast<float>(in[i]);
+}
+
+}  // namespace
+
+Problem::Problem(const Scenario& s)
+    : scenario(s),
+      q(size_t(q_elems()) * element_bytes(s.dtype)),
+      k(size_t(kv_elems()) * element_bytes(s.dtype)),
+      v(size_t(kv_elems()) * element_bytes(s.dtype)),
+      o(size_t(q_elems()) * element_bytes(s.dtype),
+        guard_bytes_for(s, size_t(s.heads_q) * s.head_dim * element_bytes(s.dtype))),
+      lse(size_t(lse_elems()) * sizeof(float), guard_bytes_for(s, size_t(s.seqlen_q) * sizeof(float))) {
+  params = make_params(s, q.get(), k.get(), v.get(), o.data(), static_cast<float*>(lse.data()));
+}
+
+int64_t Problem::q_elems() const {
+  return int64_t(scenario.batch) * scenario.seqlen_q * scenario.heads_q * scenario.head_dim;
+}
+int64_t Problem::kv_elems() const {
+  return int64_t(scenario.batch) * scenario.seqlen_k * scenario.heads_kv * scenario.head_dim;
+}
+int64_t Problem::lse_elems() const { return int64_t(scenario.batch) * scenario.heads_q * scenario.seqlen_q; }
+
+void Problem::fill(uint64_t seed, Distribution d, cudaStream_t st) { fill_inputs(params, seed, d, st); }
+
+void Problem::launch(const KernelInfo& kernel, cudaStream_t st) {
+  const cudaError_t err = kernel.launch(params, st);
+  if (err != cudaSuccess)
+    throw std::runtime_error("kernel '" + kernel.name + "' failed to launch: " + cudaGetErrorString(err) +
+                             " (" + cudaGetErrorName(err) + ")");
+}
+
+std::vector<float> Problem::o_host(cudaStream_t st) const {
+  const int64_t n = q_elems();
+  DeviceBuffer tmp(size_t(n) * sizeof(float));
+  const int blocks = int(std::min<int64_t>((n + 255) / 256, 8192));
+  if (scenario.dtype == DType::bf16)
+    to_float_kernel<<<blocks, 256, 0, st>>>(static_cast<const __nv_bfloat16*>(o.data()),
+                                             static_cast<float*>(tmp.get()), n);
+  else
+    to_float_kernel<<<blocks, 256, 0, st>>>(static_cast<const __half*>(o.data()), static_cast<float*>(tmp.get()), n);
+  ATTNGATE_CUDA_CHECK(cudaGetLastError());
+  std::vector<float> host(n);
+  ATTNGATE_CUDA_CHECK(cudaMemcpyAsync(host.data(), tmp.get(), n * sizeof(float), cudaMemcpyDeviceToHost, st));
+  ATTNGATE_CUDA_CHECK(cudaStreamSynchronize(st));
+  return host;
+}
+
+std::vector<float> Problem::lse_host(cudaStream_t st) const {
+  std::vector<float> host(lse_elems());
+  ATTNGATE_CUDA_CHECK(
+      cudaMemcpyAsync(host.data(), lse.data(), host.size() * sizeof(float), cudaMemcpyDeviceToHost, st));
+  ATTNGATE_CUDA_CHECK(cudaStreamSynchronize(st));
+  return host;
+}
+
+DeviceStatus probe_device() {
+  DeviceStatus st;
+  int count = 0;
+  const cudaError_t err = cudaGetDeviceCount(&count);
+  if (err != cudaSuccess) {
+    st.why = std::string("no usable CUDA device: ") + cudaGetErrorString(err) + " (" + cudaGetErrorName(err) + ")";
+    cudaGetLastError();
+    return st;
+  }
+  if (count == 0) {
+    st.why = "no CUDA device present";
+    return st;
+  }
+  int dev = 0;
+  ATTNGATE_CUDA_CHECK(cudaGetDevice(&dev));
+  cudaDeviceProp prop{};
+  ATTNGATE_CUDA_CHECK(cudaGetDeviceProperties(&prop, dev));
+  st.available = true;
+  st.name = prop.name;
+  st.sm = prop.major * 10 + prop.minor;
+  return st;
+}
+
+uint64_t scenario_seed(uint64_t base_seed, const std::string& scenario_id, int distribution_index) {
+  // FNV-1a over the id, mixed with the base seed: stable across runs and platforms.
+  uint64_t h = 1469598103934665603ull ^ base_seed;
+  for (unsigned char c : scenario_id) h = (h ^ c) * 1099511628211ull;
+  h ^= uint64_t(distribution_index + 1) * 0x9E3779B97F4A7C15ull;
+  h ^= h >> 33;
+  h *= 0xff51afd7ed558ccdull;
+  h ^= h >> 33;
+  return h;
+}
+
+}  // namespace attngate::verify
