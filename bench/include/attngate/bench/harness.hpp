@@ -1,0 +1,108 @@
+// The measurement engine: times one or several kernels on one scenario, interleaved, with L2
+// flushes, input rotation, untraced and CUPTI-traced blocks, and a noise-driven stopping rule.
+// bench/README.md states the method.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "attngate/bench/activity.hpp"
+#include "attngate/bench/sm_clock.hpp"
+#include "attngate/bench/stats.hpp"
+#include "attngate/bench/stream_hold.hpp"
+#include "attngate/registry.hpp"
+#include "attngate/scenario.hpp"
+#include "attngate/verify/problem.hpp"
+
+namespace attngate::bench {
+
+struct MeasureOptions {
+  StopRule stop;
+  int warmups = 3;          // untraced calls per kernel before measuring
+  int untraced_block = 10;  // calls per kernel in one untraced block
+  int traced_block = 2;     // calls per kernel in one traced block
+  int min_traced = 4;       // traced calls per kernel required before stopping on noise
+  int max_traced = 16;      // no more traced blocks once every kernel has this many
+  int input_sets = 3;       // input sets rotated through, fewer when memory is short
+  uint64_t seed = 0x5EEDu;  // base seed of the input sets (verify::scenario_seed)
+};
+
+// One kernel's samples, in call order.
+struct KernelSeries {
+  std::string kernel;
+  std::vector<double> event_ms;  // untraced: CUDA events around the call on the harness stream
+  std::vector<double> wall_ms;   // untraced: host clock from launch to cudaDeviceSynchronize
+  std::vector<double> traced_event_ms;
+  std::vector<double> traced_wall_ms;
+  std::vector<CallTrace> traces;  // traced calls, CUPTI's view
+  int held_timeouts = 0;          // calls whose launch blocked until the stream hold timed out
+};
+
+struct ClockSummary {
+  bool available = false;
+  std::string why;  // when not available
+  int samples = 0;
+  double before_mhz = 0;  // right after warm-up
+  double after_mhz = 0;   // after the last call
+  double median_mhz = 0;
+  double min_mhz = 0;
+  double device_max_mhz = 0;
+  uint64_t event_reasons = 0;  // OR of NVML clocks-event reason bits over the samples
+};
+
+struct Measurement {
+  std::string scenario;
+  std::vector<KernelSeries> series;  // one per kernel, in the order given
+  StopReason stop = StopReason::none;
+  double loop_s = 0;   // measuring loop, warm-up and setup excluded
+  double setup_s = 0;  // allocation, input fill, warm-up
+  int input_sets = 0;
+  uint64_t flush_bytes = 0;
+  ClockSummary clock;
+  AttributionStats attribution;
+  uint64_t dropped_records = 0;
+};
+
+class Harness {
+ public:
+  explicit Harness(int device);
+  ~Harness();
+  Harness(const Harness&) = delete;
+  Harness& operator=(const Harness&) = delete;
+
+  // Kernels are measured interleaved, in alternating order (ABAB.. then BABA..), each on its own
+  // input sets; the same kernel may appear twice (A/A), with separate buffers.
+  Measurement measure(const Scenario& s, const std::vector<const KernelInfo*>& kernels, const MeasureOptions& opt);
+
+  const std::string& device_name() const { return device_name_; }
+  int device_sm() const { return device_sm_; }
+  uint64_t flush_bytes() const { return flush_bytes_; }
+  const SmClock& clock() const { return clock_; }
+
+ private:
+  struct Contestant;
+  struct CallTimes {
+    double event_ms = 0;
+    double wall_ms = 0;
+    bool held_timeout = false;
+  };
+  CallTimes timed_call(Contestant& c, size_t input, bool traced, uint64_t call_id);
+  void sample_clock(std::vector<ClockReading>& out) const;
+
+  int device_ = 0;
+  std::string device_name_;
+  int device_sm_ = 0;
+  cudaStream_t stream_ = nullptr;
+  cudaEvent_t start_ = nullptr, stop_ = nullptr;
+  uint64_t flush_bytes_ = 0;
+  verify::DeviceBuffer flush_;
+  StreamHold hold_;
+  SmClock clock_;
+  uint64_t next_call_id_ = 1;
+};
+
+}  // namespace attngate::bench

@@ -1,0 +1,233 @@
+#include "attngate/bench/harness.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <map>
+#include <stdexcept>
+
+#include "attngate/bench/cupti_tracer.hpp"
+#include "attngate/cuda_check.hpp"
+
+namespace attngate::bench {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+
+int select_device(int device) {
+  ATTNGATE_CUDA_CHECK(cudaSetDevice(device));
+  return device;
+}
+
+size_t problem_bytes(const Scenario& s) {
+  const size_t e = verify::element_bytes(s.dtype);
+  const size_t q = size_t(s.batch) * s.seqlen_q * s.heads_q * s.head_dim;
+  const size_t kv = size_t(s.batch) * s.seqlen_k * s.heads_kv * s.head_dim;
+  const size_t lse = size_t(s.batch) * s.heads_q * s.seqlen_q;
+  return (2 * q + 2 * kv) * e + lse * sizeof(float);
+}
+
+}  // namespace
+
+struct Harness::Contestant {
+  const KernelInfo* kernel = nullptr;
+  std::vector<std::unique_ptr<verify::Problem>> inputs;
+  KernelSeries series;
+};
+
+Harness::Harness(int device) : device_(select_device(device)), clock_(device) {
+  cudaDeviceProp prop{};
+  ATTNGATE_CUDA_CHECK(cudaGetDeviceProperties(&prop, device_));
+  device_name_ = prop.name;
+  device_sm_ = prop.major * 10 + prop.minor;
+  // Twice the L2, so that no line of the previous call's data survives the flush.
+  flush_bytes_ = 2 * uint64_t(std::max(prop.l2CacheSize, 1 << 20));
+  flush_ = verify::DeviceBuffer(flush_bytes_);
+  ATTNGATE_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+  ATTNGATE_CUDA_CHECK(cudaEventCreate(&start_));
+  ATTNGATE_CUDA_CHECK(cudaEventCreate(&stop_));
+}
+
+Harness::~Harness() {
+  // No throw from a destructor.
+  if (start_) cudaEventDestroy(start_);
+  if (stop_) cudaEventDestroy(stop_);
+  if (stream_) cudaStreamDestroy(stream_);
+}
+
+void Harness::sample_clock(std::vector<ClockReading>& out) const {
+  if (clock_.available()) out.push_back(clock_.read());
+}
+
+Harness::CallTimes Harness::timed_call(Contestant& c, size_t input, bool traced, uint64_t call_id) {
+  // Outside the timed region: evict the previous call's data from L2 and drop persisting lines.
+  ATTNGATE_CUDA_CHECK(cudaCtxResetPersistingL2Cache());
+  ATTNGATE_CUDA_CHECK(cudaMemsetAsync(flush_.get(), int(call_id & 0xff), flush_bytes_, stream_));
+  ATTNGATE_CUDA_CHECK(cudaStreamSynchronize(stream_));
+
+  CuptiTracer& tracer = CuptiTracer::instance();
+  hold_.hold(stream_);
+  ATTNGATE_CUDA_CHECK(cudaEventRecord(start_, stream_));
+  const auto t0 = Clock::now();
+  if (traced) tracer.push(call_id);
+  try {
+    c.inputs[input]->launch(*c.kernel, stream_);
+  } catch (...) {
+    if (traced) tracer.pop();
+    hold_.release();
+    cudaDeviceSynchronize();  // already failing; the launch error is the one to report
+    throw;
+  }
+  if (traced) tracer.pop();
+  ATTNGATE_CUDA_CHECK(cudaEventRecord(stop_, stream_));
+  hold_.release();
+  ATTNGATE_CUDA_CHECK(cudaDeviceSynchronize());
+  const auto t1 = Clock::now();
+
+  CallTimes out;
+  float ms = 0;
+  ATTNGATE_CUDA_CHECK(cudaEventElapsedTime(&ms, start_, stop_));
+  out.event_ms = ms;
+  out.wall_ms = std::chrono::duration<double, std::milli>(t1 - t0).count();
+  out.held_timeout = hold_.last_timed_out();
+  return out;
+}
+
+Measurement Harness::measure(const Scenario& s, const std::vector<const KernelInfo*>& kernels,
+                             const MeasureOptions& opt) {
+  if (kernels.empty()) throw std::invalid_argument("measure: no kernel given");
+  const auto t_setup = Clock::now();
+  Measurement m;
+  m.scenario = s.id;
+  m.flush_bytes = flush_bytes_;
+
+  // As many input sets as fit in half the free memory, at most opt.input_sets.
+  size_t free_bytes = 0, total_bytes = 0;
+  ATTNGATE_CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
+  const size_t per_set = problem_bytes(s) * kernels.size();
+  const int sets = int(std::clamp<size_t>(free_bytes / 2 / std::max<size_t>(per_set, 1), 1, size_t(std::max(opt.input_sets, 1))));
+  m.input_sets = sets;
+
+  std::vector<Contestant> cs(kernels.size());
+  for (size_t i = 0; i < kernels.size(); ++i) {
+    cs[i].kernel = kernels[i];
+    cs[i].series.kernel = kernels[i]->name;
+    for (int r = 0; r < sets; ++r) {
+      // Every kernel gets the same data (same seeds) in its own buffers.
+      auto p = std::make_unique<verify::Problem>(s);
+      p->fill(verify::scenario_seed(opt.seed, s.id, r), Distribution::standard, stream_);
+      cs[i].inputs.push_back(std::move(p));
+    }
+  }
+  ATTNGATE_CUDA_CHECK(cudaStreamSynchronize(stream_));
+
+  // First launch without the hold: lazy module loading may synchronize with the device.
+  for (auto& c : cs) {
+    c.inputs[0]->launch(*c.kernel, stream_);
+    ATTNGATE_CUDA_CHECK(cudaStreamSynchronize(stream_));
+  }
+  for (int w = 0; w < opt.warmups; ++w)
+    for (auto& c : cs) timed_call(c, size_t(w % sets), false, next_call_id_++);
+
+  CuptiTracer& tracer = CuptiTracer::instance();
+  const HarnessMarkers markers{kHoldKernelName, flush_bytes_};
+  std::vector<ClockReading> clocks;
+  std::vector<size_t> order(cs.size());
+  size_t rotation = 0;
+  int round = 0;
+
+  // Runs one traced block (or the traced warm-up) and files each call's CUPTI view with its kernel.
+  auto traced_block = [&](int calls_per_kernel, bool keep) {
+    std::map<uint64_t, size_t> owner;
+    std::vector<uint64_t> ids;
+    tracer.enable();
+    try {
+      for (int i = 0; i < calls_per_kernel; ++i) {
+        for (size_t k : order) {
+          const uint64_t id = next_call_id_++;
+          const CallTimes t = timed_call(cs[k], rotation % size_t(sets), true, id);
+          owner[id] = k;
+          ids.push_back(id);
+          if (keep) {
+            cs[k].series.traced_event_ms.push_back(t.event_ms);
+            cs[k].series.traced_wall_ms.push_back(t.wall_ms);
+            cs[k].series.held_timeouts += t.held_timeout;
+          }
+        }
+        ++rotation;
+      }
+    } catch (...) {
+      tracer.disable();
+      tracer.take();
+      throw;
+    }
+    tracer.disable();
+    ActivityLog log = tracer.take();
+    if (!keep) return;
+    for (CallTrace& t : attribute_calls(log, ids, markers, &m.attribution))
+      cs[owner.at(t.call_id)].series.traces.push_back(std::move(t));
+    m.dropped_records += tracer.dropped_records();
+  };
+
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  // CUPTI's first enable initializes it (slow, and the first traced launch pays for it).
+  traced_block(1, false);
+  tracer.dropped_records();
+  sample_clock(clocks);
+  m.setup_s = seconds_since(t_setup);
+
+  const auto t_loop = Clock::now();
+  std::vector<const std::vector<double>*> resolved;
+  for (auto& c : cs) resolved.push_back(&c.series.event_ms);
+  for (;;) {
+    for (int i = 0; i < opt.untraced_block; ++i) {
+      // Alternate the order every round so neither kernel always runs first.
+      for (size_t k = 0; k < order.size(); ++k) order[k] = (round % 2 == 0) ? k : order.size() - 1 - k;
+      ++round;
+      for (size_t k : order) {
+        const CallTimes t = timed_call(cs[k], rotation % size_t(sets), false, next_call_id_++);
+        cs[k].series.event_ms.push_back(t.event_ms);
+        cs[k].series.wall_ms.push_back(t.wall_ms);
+        cs[k].series.held_timeouts += t.held_timeout;
+      }
+      ++rotation;
+    }
+    int traced_min = int(cs[0].series.traced_event_ms.size());
+    for (const auto& c : cs) traced_min = std::min(traced_min, int(c.series.traced_event_ms.size()));
+    if (traced_min < opt.max_traced) {
+      traced_block(opt.traced_block, true);
+      traced_min += opt.traced_block;
+    }
+    sample_clock(clocks);
+
+    StopReason r = should_stop(opt.stop, resolved, seconds_since(t_loop));
+    if (r == StopReason::noise_target && traced_min < opt.min_traced) r = StopReason::none;
+    if (r != StopReason::none) {
+      m.stop = r;
+      break;
+    }
+  }
+  m.loop_s = seconds_since(t_loop);
+
+  m.clock.available = clock_.available();
+  m.clock.why = clock_.why();
+  m.clock.device_max_mhz = clock_.max_sm_mhz();
+  if (!clocks.empty()) {
+    std::vector<double> mhz;
+    for (const auto& c : clocks) {
+      mhz.push_back(c.sm_mhz);
+      m.clock.event_reasons |= c.event_reasons;
+    }
+    m.clock.samples = int(mhz.size());
+    m.clock.before_mhz = mhz.front();
+    m.clock.after_mhz = mhz.back();
+    m.clock.median_mhz = median(mhz);
+    m.clock.min_mhz = min_of(mhz);
+  }
+  for (auto& c : cs) m.series.push_back(std::move(c.series));
+  return m;
+}
+
+}  // namespace attngate::bench

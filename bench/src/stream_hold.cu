@@ -1,0 +1,48 @@
+#include "attngate/bench/stream_hold.hpp"
+#include "attngate/cuda_check.hpp"
+
+extern "C" __global__ void attngate_bench_hold(const volatile unsigned* release, unsigned epoch,
+                                               volatile unsigned* timed_out, unsigned long long timeout_ns) {
+  unsigned long long t0;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
+  // Wrap-safe comparison: the host's counter only grows.
+  while (static_cast<int>(*release - epoch) < 0) {
+    unsigned long long now;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
+    if (now - t0 > timeout_ns) {
+      *timed_out = epoch;
+      return;
+    }
+    __nanosleep(200);
+  }
+}
+
+namespace attngate::bench {
+
+StreamHold::StreamHold() {
+  // Mapped pinned memory: the host writes the release flag and the device polls it directly.
+  ATTNGATE_CUDA_CHECK(cudaHostAlloc(reinterpret_cast<void**>(&release_host_), sizeof(unsigned), cudaHostAllocMapped));
+  ATTNGATE_CUDA_CHECK(cudaHostAlloc(reinterpret_cast<void**>(&timeout_host_), sizeof(unsigned), cudaHostAllocMapped));
+  *release_host_ = 0;
+  *timeout_host_ = 0;
+  ATTNGATE_CUDA_CHECK(cudaHostGetDevicePointer(reinterpret_cast<void**>(&release_dev_), release_host_, 0));
+  ATTNGATE_CUDA_CHECK(cudaHostGetDevicePointer(reinterpret_cast<void**>(&timeout_dev_), timeout_host_, 0));
+}
+
+StreamHold::~StreamHold() {
+  // No throw from a destructor; a failure here would surface at the next CUDA call anyway.
+  if (release_host_) cudaFreeHost(release_host_);
+  if (timeout_host_) cudaFreeHost(timeout_host_);
+}
+
+void StreamHold::hold(cudaStream_t stream) {
+  ++epoch_;
+  attngate_bench_hold<<<1, 1, 0, stream>>>(release_dev_, epoch_, timeout_dev_, kTimeoutNs);
+  ATTNGATE_CUDA_CHECK(cudaGetLastError());
+}
+
+void StreamHold::release() { __atomic_store_n(release_host_, epoch_, __ATOMIC_SEQ_CST); }
+
+bool StreamHold::last_timed_out() const { return __atomic_load_n(timeout_host_, __ATOMIC_SEQ_CST) == epoch_; }
+
+}  // namespace attngate::bench
