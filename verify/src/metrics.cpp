@@ -1,5 +1,6 @@
 #include "attngate/verify/metrics.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <sstream>
@@ -25,6 +26,7 @@ ErrorStats compare(const float* got, const float* want, int64_t n) {
       continue;
     }
     const double d = std::fabs(static_cast<double>(g) - static_cast<double>(w));
+    s.max_scaled = std::max(s.max_scaled, d / std::max(1.0, std::fabs(static_cast<double>(w))));
     diff2 += d * d;
     ref2 += static_cast<double>(w) * w;
     if (d > s.max_abs || s.worst_index < 0) {
@@ -79,8 +81,8 @@ Judgement judge_absolute(const ErrorStats& o, const ErrorStats& lse, const Dtype
   judge_clean(j, "LSE", lse);
   if (o.max_abs > tol.initial_o_max_abs)
     j.fail(fmt("O: max abs error %.3g exceeds the absolute bound %.3g", o.max_abs, tol.initial_o_max_abs));
-  if (lse.max_abs > tol.initial_lse_max_abs)
-    j.fail(fmt("LSE: max abs error %.3g exceeds the absolute bound %.3g", lse.max_abs,
+  if (lse.max_scaled > tol.initial_lse_max_abs)
+    j.fail(fmt("LSE: max error %.3g (scaled by max(1,|LSE|)) exceeds the bound %.3g", lse.max_scaled,
                tol.initial_lse_max_abs));
   return j;
 }
@@ -94,10 +96,10 @@ Judgement judge_against_initial(const ErrorStats& o, const ErrorStats& lse, cons
   if (o.max_abs > o_limit)
     j.fail(fmt("O: max abs error %.3g exceeds %.3g (", o.max_abs, o_limit) + std::to_string(ratio) +
            " x initial's " + fmt("%.3g + atol %.3g)", initial_o.max_abs, tol.o_atol));
-  const double lse_limit = ratio * initial_lse.max_abs + tol.lse_atol;
-  if (lse.max_abs > lse_limit)
-    j.fail(fmt("LSE: max abs error %.3g exceeds %.3g (", lse.max_abs, lse_limit) + std::to_string(ratio) +
-           " x initial's " + fmt("%.3g + atol %.3g)", initial_lse.max_abs, tol.lse_atol));
+  const double lse_limit = ratio * initial_lse.max_scaled + tol.lse_atol;
+  if (lse.max_scaled > lse_limit)
+    j.fail(fmt("LSE: max error %.3g (scaled by max(1,|LSE|)) exceeds %.3g (", lse.max_scaled, lse_limit) +
+           std::to_string(ratio) + " x initial's " + fmt("%.3g + atol %.3g)", initial_lse.max_scaled, tol.lse_atol));
   return j;
 }
 

@@ -139,12 +139,14 @@ std::string describe(const CaseOutcome& c, const Scenario& s) {
      << ", base seed " << c.base_seed << " (replay: ATTNGATE_SEED=" << c.base_seed << ")\n";
   for (const auto& r : c.runs) {
     std::snprintf(line, sizeof line,
-                  "  %-12s seed=%llu  O max_abs=%.3e rel_l2=%.3e at [%s]  LSE max_abs=%.3e at [%s]",
+                  "  %-12s seed=%llu  O max_abs=%.3e rel_l2=%.3e at [%s]  LSE max_abs=%.3e scaled=%.3e at [%s]",
                   distribution_name(r.distribution).c_str(), static_cast<unsigned long long>(r.seed),
-                  r.o.max_abs, r.o.rel_l2, r.o_worst_at.c_str(), r.lse.max_abs, r.lse_worst_at.c_str());
+                  r.o.max_abs, r.o.rel_l2, r.o_worst_at.c_str(), r.lse.max_abs, r.lse.max_scaled,
+                  r.lse_worst_at.c_str());
     os << line;
     if (r.has_initial) {
-      std::snprintf(line, sizeof line, "  (initial: O %.3e, LSE %.3e)", r.initial_o.max_abs, r.initial_lse.max_abs);
+      std::snprintf(line, sizeof line, "  (initial: O %.3e, LSE scaled %.3e)", r.initial_o.max_abs,
+                    r.initial_lse.max_scaled);
       os << line;
     }
     os << (r.judgement.pass ? "  PASS\n" : "  FAIL\n");

@@ -29,6 +29,14 @@ TEST(compare, max_abs_rel_l2_and_worst_element) {
   EXPECT_NEAR(s.rel_l2, diff / ref, 1e-6);
 }
 
+TEST(compare, scaled_error_is_relative_above_one) {
+  const std::vector<float> want = {150.0f, 0.5f};
+  const std::vector<float> got = {150.015f, 0.502f};
+  const ErrorStats s = compare(got.data(), want.data(), 2);
+  EXPECT_NEAR(s.max_abs, 0.015, 1e-4);
+  EXPECT_NEAR(s.max_scaled, 0.002, 1e-6);  // 0.015/150 = 1e-4 < 0.002/1
+}
+
 TEST(compare, identical_is_zero_error) {
   const std::vector<float> v = {0.25f, -7.0f, 1e-3f};
   const ErrorStats s = compare(v.data(), v.data(), 3);
@@ -72,6 +80,7 @@ ErrorStats with_max(double m) {
   ErrorStats s;
   s.count = 1;
   s.max_abs = m;
+  s.max_scaled = m;
   return s;
 }
 }  // namespace
