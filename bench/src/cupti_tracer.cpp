@@ -20,9 +20,12 @@ namespace detail {
 
 namespace {
 
+// RUNTIME and DRIVER API records are collected only because CUPTI emits an external-correlation
+// link for an API record it collects; runtime launches (cudaLaunchKernel) make no driver API record,
+// and with DRIVER alone the H200 run linked no kernel (bench/README.md).
 constexpr CUpti_ActivityKind kKinds[] = {
     CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, CUPTI_ACTIVITY_KIND_MEMCPY, CUPTI_ACTIVITY_KIND_MEMSET,
-    CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION, CUPTI_ACTIVITY_KIND_DRIVER,
+    CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION, CUPTI_ACTIVITY_KIND_RUNTIME, CUPTI_ACTIVITY_KIND_DRIVER,
 };
 constexpr CUpti_ExternalCorrelationKind kExternalKind = CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0;
 constexpr size_t kBufferBytes = size_t(8) << 20;

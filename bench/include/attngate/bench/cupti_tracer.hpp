@@ -30,9 +30,9 @@ class CuptiTracer {
  public:
   static CuptiTracer& instance();
 
-  // Enables kernel (concurrent), memcpy, memset and external-correlation records. Driver API
-  // records are enabled too: CUPTI emits external-correlation links only for API records it is
-  // collecting; the harness drops the API records themselves.
+  // Enables kernel (concurrent), memcpy, memset and external-correlation records. Runtime and
+  // driver API records are enabled too: CUPTI emits external-correlation links only for API
+  // records it is collecting; the harness drops the API records themselves.
   void enable();
   // Disables every kind enabled above and flushes all buffers (forced), so what the block traced
   // is in the log when this returns. Call after the device is synchronized.
