@@ -102,6 +102,7 @@ Measurement Harness::measure(const Scenario& s, const std::vector<const KernelIn
   Measurement m;
   m.scenario = s.id;
   m.flush_bytes = flush_bytes_;
+  m.untraced_block = opt.untraced_block;
 
   // As many input sets as fit in half the free memory, at most opt.input_sets.
   size_t free_bytes = 0, total_bytes = 0;
@@ -153,6 +154,7 @@ Measurement Harness::measure(const Scenario& s, const std::vector<const KernelIn
           if (keep) {
             cs[k].series.traced_event_ms.push_back(t.event_ms);
             cs[k].series.traced_wall_ms.push_back(t.wall_ms);
+            cs[k].series.traced_after.push_back(cs[k].series.event_ms.size());
             cs[k].series.held_timeouts += t.held_timeout;
           }
         }

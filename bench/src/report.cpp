@@ -20,6 +20,25 @@ std::vector<double> per_call(const std::vector<CallTrace>& traces, F f) {
 
 double ratio(double a, double b) { return b > 0 ? a / b : 0.0; }
 
+// Median over traced calls of (traced value - median of the kernel's untraced calls in the block
+// just before that call). Pairing each traced call with its neighbours cancels drift: under the
+// H200's power cap the SM clock wanders by several percent within one benchmark, which would
+// swamp a few-µs overhead if the medians of the whole series were subtracted.
+double local_difference(const std::vector<double>& traced, const std::vector<size_t>& after,
+                        const std::vector<double>& untraced, int window) {
+  if (traced.empty() || untraced.empty()) return 0.0;
+  if (after.size() != traced.size()) return median(traced) - median(untraced);
+  const size_t w = size_t(window > 0 ? window : 10);
+  std::vector<double> d;
+  for (size_t i = 0; i < traced.size(); ++i) {
+    const size_t end = std::min(after[i], untraced.size());
+    if (end == 0) continue;
+    const size_t begin = end > w ? end - w : 0;
+    d.push_back(traced[i] - median(std::vector<double>(untraced.begin() + long(begin), untraced.begin() + long(end))));
+  }
+  return d.empty() ? 0.0 : median(d);
+}
+
 }  // namespace
 
 Fields kernel_fields(const KernelSeries& k, const Measurement& m, const ReportContext& ctx) {
@@ -28,7 +47,8 @@ Fields kernel_fields(const KernelSeries& k, const Measurement& m, const ReportCo
   const double wall = median(k.wall_ms);
   const double traced_event = median_or_zero(k.traced_event_ms);
   const double traced_wall = median_or_zero(k.traced_wall_ms);
-  const double kernel = median_or_zero(per_call(k.traces, [](const CallTrace& t) { return t.kernel_sum_ns * 1e-6; }));
+  const std::vector<double> kernel_ms = per_call(k.traces, [](const CallTrace& t) { return t.kernel_sum_ns * 1e-6; });
+  const double kernel = median_or_zero(kernel_ms);
   const double span = median_or_zero(per_call(k.traces, [](const CallTrace& t) { return t.span_ns * 1e-6; }));
   const double kernels = median_or_zero(per_call(k.traces, [](const CallTrace& t) { return t.kernels; }));
 
@@ -45,6 +65,10 @@ Fields kernel_fields(const KernelSeries& k, const Measurement& m, const ReportCo
     streams.insert(t.streams.begin(), t.streams.end());
   }
   const double n_traced = double(k.traces.size());
+  // CUPTI's kernel time against the event time of the very same traced call.
+  std::vector<double> cupti_vs_own_event;
+  for (size_t i = 0; i < k.traces.size() && i < k.traced_event_ms.size(); ++i)
+    cupti_vs_own_event.push_back(kernel_ms[i] - k.traced_event_ms[i]);
 
   const ClockSummary& c = m.clock;
   const double hz = c.median_mhz * 1e6;
@@ -72,9 +96,10 @@ Fields kernel_fields(const KernelSeries& k, const Measurement& m, const ReportCo
       {"traced_samples", n_traced},
       {"traced_event_ms", traced_event},
       {"traced_wall_ms", traced_wall},
-      {"tracing_overhead_us", n_traced > 0 ? (traced_event - event) * 1e3 : 0.0},
-      {"host_tracing_overhead_us", n_traced > 0 ? (traced_wall - wall) * 1e3 : 0.0},
-      {"cupti_minus_event_us", n_traced > 0 ? (kernel - event) * 1e3 : 0.0},
+      {"tracing_overhead_us", 1e3 * local_difference(k.traced_event_ms, k.traced_after, k.event_ms, m.untraced_block)},
+      {"host_tracing_overhead_us", 1e3 * local_difference(k.traced_wall_ms, k.traced_after, k.wall_ms, m.untraced_block)},
+      {"cupti_minus_event_us", 1e3 * local_difference(kernel_ms, k.traced_after, k.event_ms, m.untraced_block)},
+      {"cupti_minus_traced_event_us", 1e3 * median_or_zero(cupti_vs_own_event)},
       {"tflops", tf},
       {"pct_peak", ctx.peak_tflops > 0 ? 100.0 * tf / ctx.peak_tflops : 0.0},
       {"cycles", event * 1e-3 * hz},

@@ -79,6 +79,34 @@ TEST(Report, KernelFieldsMatchTheDeclaredNames) {
   EXPECT_EQ(kernel_label(k), "attngate::fwd");
 }
 
+TEST(Report, TracingOverheadIsPairedWithNeighbouringCalls) {
+  // The clock drifts: untraced calls slow down by 1% per block of 10. Each block is followed by
+  // one traced call that takes 3 µs more than its block, and whose CUPTI kernel time is 2 µs less
+  // than its own event time. Subtracting whole-series medians would report the drift instead.
+  KernelSeries k;
+  Measurement m;
+  m.untraced_block = 10;
+  for (int block = 0; block < 8; ++block) {
+    const double t = 1.0 * (1 + 0.01 * block);
+    for (int i = 0; i < 10; ++i) {
+      k.event_ms.push_back(t);
+      k.wall_ms.push_back(t + 0.010);
+    }
+    k.traced_event_ms.push_back(t + 0.003);
+    k.traced_wall_ms.push_back(t + 0.010 + 0.050);
+    k.traced_after.push_back(k.event_ms.size());
+    CallTrace c;
+    c.kernels = 1;
+    c.kernel_sum_ns = (t + 0.001) * 1e6;
+    k.traces.push_back(c);
+  }
+  const Fields f = kernel_fields(k, m, {});
+  EXPECT_NEAR(field(f, "tracing_overhead_us"), 3.0, 1e-6);
+  EXPECT_NEAR(field(f, "host_tracing_overhead_us"), 50.0, 1e-6);
+  EXPECT_NEAR(field(f, "cupti_minus_event_us"), 1.0, 1e-6);
+  EXPECT_NEAR(field(f, "cupti_minus_traced_event_us"), -2.0, 1e-6);
+}
+
 TEST(Report, ClockDropIsAfterOverBefore) {
   Measurement m;
   m.clock.available = true;

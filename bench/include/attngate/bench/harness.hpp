@@ -38,6 +38,7 @@ struct KernelSeries {
   std::vector<double> wall_ms;   // untraced: host clock from launch to cudaDeviceSynchronize
   std::vector<double> traced_event_ms;
   std::vector<double> traced_wall_ms;
+  std::vector<size_t> traced_after;  // per traced call: untraced calls of this kernel before it
   std::vector<CallTrace> traces;  // traced calls, CUPTI's view
   int held_timeouts = 0;          // calls whose launch blocked until the stream hold timed out
 };
@@ -61,6 +62,7 @@ struct Measurement {
   double loop_s = 0;   // measuring loop, warm-up and setup excluded
   double setup_s = 0;  // allocation, input fill, warm-up
   int input_sets = 0;
+  int untraced_block = 0;  // calls per kernel in an untraced block
   uint64_t flush_bytes = 0;
   ClockSummary clock;
   AttributionStats attribution;
