@@ -27,6 +27,8 @@ have_pkg libeigen3-dev || have_config 'share/eigen3/cmake/Eigen3Config.cmake' ||
 have_pkg libyaml-cpp-dev || have_config 'lib*/cmake/yaml-cpp/yaml-cpp-config.cmake' ||
   have_config 'lib/*/cmake/yaml-cpp/yaml-cpp-config.cmake' || have_config 'share/cmake/yaml-cpp/yaml-cpp-config.cmake' ||
   need+=(libyaml-cpp-dev)
+have_pkg nlohmann-json3-dev || have_config 'share/cmake/nlohmann_json/nlohmann_jsonConfig.cmake' ||
+  have_config 'lib*/cmake/nlohmann_json/nlohmann_jsonConfig.cmake' || need+=(nlohmann-json3-dev)
 
 if ((${#need[@]})); then
   if [[ $(id -u) -ne 0 ]]; then

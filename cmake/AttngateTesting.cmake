@@ -2,13 +2,14 @@
 # build (and whenever a suite file changes), so names and labels follow the YAML suites.
 include(GoogleTest)
 
-function(attngate_generated_tests target stem)
+# Each test writes its JSON outcome into results_dir (read by the gate).
+function(attngate_generated_tests target stem results_dir)
   file(GLOB _suites CONFIGURE_DEPENDS ${ATTNGATE_SCENARIO_DIR}/*.yaml)
   set(_script ${CMAKE_CURRENT_BINARY_DIR}/${stem}.cmake)
   add_custom_command(
     OUTPUT ${_script}
     COMMAND $<TARGET_FILE:${target}> --emit-ctest=${_script} --emit-exe=$<TARGET_FILE:${target}>
-            --scenarios=${ATTNGATE_SCENARIO_DIR}
+            --scenarios=${ATTNGATE_SCENARIO_DIR} --results-dir=${results_dir}
     DEPENDS ${target} ${_suites}
     COMMENT "Generating CTest tests of ${target} from the scenario suites"
     VERBATIM)

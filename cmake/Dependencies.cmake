@@ -22,6 +22,11 @@ FetchContent_Declare(yaml-cpp
   URL https://github.com/jbeder/yaml-cpp/archive/refs/tags/0.8.0.tar.gz
   FIND_PACKAGE_ARGS 0.7)
 
+FetchContent_Declare(nlohmann_json
+  URL https://github.com/nlohmann/json/releases/download/v3.11.3/json.tar.xz
+  FIND_PACKAGE_ARGS 3.10)
+
+set(JSON_BuildTests OFF CACHE BOOL "" FORCE)
 set(BENCHMARK_ENABLE_TESTING OFF CACHE BOOL "" FORCE)
 set(BENCHMARK_ENABLE_GTEST_TESTS OFF CACHE BOOL "" FORCE)
 set(INSTALL_GTEST OFF CACHE BOOL "" FORCE)
@@ -29,7 +34,7 @@ set(YAML_CPP_BUILD_TESTS OFF CACHE BOOL "" FORCE)
 set(YAML_CPP_BUILD_TOOLS OFF CACHE BOOL "" FORCE)
 set(EIGEN_BUILD_DOC OFF CACHE BOOL "" FORCE)
 set(BUILD_TESTING OFF CACHE BOOL "" FORCE)
-FetchContent_MakeAvailable(GTest benchmark Eigen3 yaml-cpp)
+FetchContent_MakeAvailable(GTest benchmark Eigen3 yaml-cpp nlohmann_json)
 
 # yaml-cpp spells its target differently across versions (0.7: yaml-cpp, 0.8: yaml-cpp::yaml-cpp).
 if(NOT TARGET yaml-cpp::yaml-cpp)

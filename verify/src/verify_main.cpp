@@ -15,6 +15,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "attngate/cuda_check.hpp"
 #include "attngate/registry.hpp"
 #include "attngate/scenario.hpp"
@@ -34,7 +36,64 @@ struct Options {
   std::string emit_ctest;
   std::string emit_exe;
   std::string initial = "initial";
+  std::filesystem::path results_dir;  // one JSON per test when set (the gate reads them)
+  int require_device = 0;             // > 0: only check for a device of this compute capability
 };
+
+Options& options() {
+  static Options opt;
+  return opt;
+}
+
+nlohmann::json stats_json(const verify::ErrorStats& e) {
+  return {{"max_abs", e.max_abs},     {"max_scaled", e.max_scaled}, {"rel_l2", e.rel_l2},
+          {"nonfinite", e.nonfinite}, {"masked_mismatch", e.masked_mismatch}};
+}
+
+// Written at the end of every test, skipped or failed too; a test that crashed leaves none, which
+// the gate reports as a crash rather than reading an older file (it deletes them before a run).
+void write_result(const std::string& kernel, const Scenario& s, const std::string& status,
+                  const std::string& detail, const verify::CaseOutcome* c) {
+  if (options().results_dir.empty()) return;
+  nlohmann::json j = {{"schema", "attngate.verify_result/1"},
+                      {"test", "verify." + kernel + "." + s.id},
+                      {"kernel", kernel},
+                      {"scenario", s.id},
+                      {"suite", s.suite},
+                      {"status", status},
+                      {"detail", detail}};
+  if (c) {
+    j["ground_truth"] = c->ground_truth;
+    j["base_seed"] = std::to_string(c->base_seed);
+    for (const auto& r : c->runs) {
+      nlohmann::json run = {{"distribution", distribution_name(r.distribution)},
+                            {"seed", std::to_string(r.seed)},
+                            {"pass", r.judgement.pass},
+                            {"reasons", r.judgement.reasons},
+                            {"o", stats_json(r.o)},
+                            {"lse", stats_json(r.lse)},
+                            {"o_worst_at", r.o_worst_at},
+                            {"lse_worst_at", r.lse_worst_at},
+                            {"o_guard_violations", r.o_guard_violations},
+                            {"lse_guard_violations", r.lse_guard_violations},
+                            {"input_mismatches", r.input_mismatches}};
+      if (r.has_initial) {
+        run["initial_o"] = stats_json(r.initial_o);
+        run["initial_lse"] = stats_json(r.initial_lse);
+      }
+      j["runs"].push_back(std::move(run));
+    }
+  }
+  std::filesystem::create_directories(options().results_dir);
+  const auto path = options().results_dir / ("verify." + kernel + "." + s.id + ".json");
+  const auto tmp = path.string() + ".tmp";
+  {
+    std::ofstream f(tmp);
+    f << j.dump(1) << "\n";
+    if (!f.flush()) throw std::runtime_error("cannot write " + tmp);
+  }
+  std::filesystem::rename(tmp, path);  // atomic: a reader never sees half a file
+}
 
 uint64_t base_seed() {
   static const uint64_t seed = [] {
@@ -72,15 +131,20 @@ class VerifyTest : public testing::Test {
     const KernelInfo& k = reg.get(kernel_);
     const KernelInfo& init = reg.get(initial_);
     require_device(std::max(k.min_sm, init.min_sm));
-    if (IsSkipped()) return;
+    if (IsSkipped()) {
+      write_result(kernel_, s_, "skipped", "no CUDA device of the required architecture", nullptr);
+      return;
+    }
     cudaStream_t stream = nullptr;
     ATTNGATE_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
     try {
       const auto outcome = verify::verify_case(k, init, s_, tol_, base_seed(), stream);
       std::cout << verify::describe(outcome, s_);
+      write_result(kernel_, s_, outcome.pass() ? "passed" : "failed", "", &outcome);
       EXPECT_TRUE(outcome.pass()) << kernel_ << " fails on " << s_.id << " (" << s_.origin << ")";
-    } catch (...) {
+    } catch (const std::exception& e) {
       cudaStreamDestroy(stream);
+      write_result(kernel_, s_, "error", e.what(), nullptr);
       throw;
     }
     ATTNGATE_CUDA_CHECK(cudaStreamDestroy(stream));
@@ -132,8 +196,9 @@ void emit_ctest(const Options& opt, const std::vector<Generated>& tests) {
     std::string labels;
     for (const auto& l : t.labels) labels += (labels.empty() ? "" : ";") + l;
     f << "add_test(" << quoted(t.ctest_name) << " " << quoted(opt.emit_exe) << " "
-      << quoted("--gtest_filter=" + t.gtest_name) << " " << quoted("--scenarios=" + opt.scenario_dir.string())
-      << ")\n";
+      << quoted("--gtest_filter=" + t.gtest_name) << " " << quoted("--scenarios=" + opt.scenario_dir.string());
+    if (!opt.results_dir.empty()) f << " " << quoted("--results-dir=" + opt.results_dir.string());
+    f << ")\n";
     f << "set_tests_properties(" << quoted(t.ctest_name) << " PROPERTIES LABELS " << quoted(labels)
       << " SKIP_REGULAR_EXPRESSION [==[\\[  SKIPPED \\]]==] TIMEOUT 900)\n";
   }
@@ -151,10 +216,14 @@ Options parse(int argc, char** argv) {
     else if (const char* v = value("--emit-ctest")) opt.emit_ctest = v;
     else if (const char* v = value("--emit-exe")) opt.emit_exe = v;
     else if (const char* v = value("--initial")) opt.initial = v;
+    else if (const char* v = value("--results-dir")) opt.results_dir = v;
+    else if (const char* v = value("--require-device")) opt.require_device = std::atoi(v);
     else {
       std::cerr << "attngate_verify: unknown argument '" << a
                 << "'\nusage: attngate_verify [gtest flags] [--scenarios=DIR] [--initial=KERNEL]"
-                   " [--emit-ctest=FILE --emit-exe=PATH]\n  ATTNGATE_SEED=N replays a run's inputs\n";
+                   " [--results-dir=DIR] [--emit-ctest=FILE --emit-exe=PATH]\n"
+                   "       attngate_verify --require-device=SM   (exit 0 only with a GPU of compute capability >= SM/10)\n"
+                   "  ATTNGATE_SEED=N replays a run's inputs\n";
       std::exit(2);
     }
   }
@@ -209,7 +278,24 @@ TEST(selfcheck, host_inputs_match_device) {
 
 int main(int argc, char** argv) {
   testing::InitGoogleTest(&argc, argv);
-  const Options opt = parse(argc, argv);
+  options() = parse(argc, argv);
+  const Options& opt = options();
+  if (opt.require_device > 0) {
+    // The gate's device check: a missing GPU fails here instead of skipping.
+    const verify::DeviceStatus dev = verify::probe_device();
+    if (!dev.available) {
+      std::cout << "attngate: FAIL: " << dev.why << "\n";
+      return 1;
+    }
+    std::cout << "attngate: device " << dev.name << ", compute capability " << dev.sm / 10 << "." << dev.sm % 10
+              << "\n";
+    if (dev.sm < opt.require_device) {
+      std::cout << "attngate: FAIL: needs compute capability >= " << opt.require_device / 10 << "."
+                << opt.require_device % 10 << "\n";
+      return 1;
+    }
+    return 0;
+  }
   std::vector<Generated> generated;
   try {
     generated = register_tests(opt);
