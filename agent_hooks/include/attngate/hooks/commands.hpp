@@ -1,0 +1,73 @@
+#pragma once
+// The `attngate` subcommands, callable without the CLI so tests can drive them.
+#include <filesystem>
+#include <iosfwd>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "attngate/hooks/lineage.hpp"
+#include "attngate/hooks/report.hpp"
+
+namespace attngate::hooks {
+
+// Exit codes shared by the subcommands.
+inline constexpr int kExitPass = 0;     // gate/record: pass; commit: committed; others: done
+inline constexpr int kExitFail = 1;     // gate/record: fail; commit: refused
+inline constexpr int kExitError = 2;    // usage or configuration error, unreadable input
+inline constexpr int kExitRefuse = 2;   // stop-hook: refuse the stop (what Claude Code expects)
+
+struct Context {
+  std::filesystem::path repo;                      // repository root
+  std::filesystem::path lineage;                   // default <repo>/.attngate/lineage.jsonl
+  std::filesystem::path candidate;                 // default <repo>/kernels/candidate/candidate.cu
+  std::filesystem::path hooks_dir;                 // where supervisor.yaml and questions.yaml live
+  std::optional<std::filesystem::path> supervisor_file;  // user thresholds
+  std::vector<std::filesystem::path> question_files;     // user questions
+  std::ostream* out = nullptr;
+  std::ostream* err = nullptr;
+};
+
+// Fills the defaults above from the working directory (repo = git toplevel, else the directory).
+Context default_context(std::ostream& out, std::ostream& err);
+std::filesystem::path default_hooks_dir(const std::filesystem::path& repo);
+std::filesystem::path state_dir(const Context& ctx);  // <lineage's folder>, holds versions/
+
+struct GateOptions {
+  std::filesystem::path build_dir;       // default <repo>/build/gpu
+  std::optional<double> target;          // geomean target, passed as ATTNGATE_GEOMEAN_TARGET
+  std::vector<std::string> ctest_args;   // appended to ctest's command line
+  bool quiet = false;                    // build/ctest output to <build>/gate/attngate_gate.log
+};
+
+// Where an evaluation came from and what attngate saw around the report.
+struct EvaluationInput {
+  GateReport report;
+  std::string report_path;
+  std::string source = "record";
+  std::string session;
+  std::optional<int> build_exit, ctest_exit;
+  std::vector<std::string> agent_triggers_on_fail;  // e.g. "done" from the stop hook
+};
+
+struct Evaluation {
+  Record record;
+  std::vector<std::pair<std::string, std::string>> questions;  // (trigger, text) as printed
+};
+
+// Appends the record (signals, churn, questions) and prints the short verdict.
+Evaluation evaluate(const Context& ctx, const EvaluationInput& input);
+std::string format_verdict(const Context& ctx, const Evaluation& e);
+
+int cmd_gate(const Context& ctx, const GateOptions& options);
+int cmd_record(const Context& ctx, const std::filesystem::path& report);
+int cmd_history(const Context& ctx);
+int cmd_commit(const Context& ctx);
+int cmd_ask(const Context& ctx, const std::string& trigger, const std::optional<std::filesystem::path>& report);
+// hook_input: the JSON the agent runner writes on stdin (may be empty).
+int cmd_stop_hook(const Context& ctx, const std::string& hook_input, const GateOptions& options);
+
+// The measured context printed with a `limit` question.
+std::string limit_context(const Record& latest);
+
+}  // namespace attngate::hooks

@@ -1,0 +1,34 @@
+#pragma once
+// The few git facts the lineage and `attngate commit` need, read through the git CLI.
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace attngate::hooks {
+
+std::optional<std::filesystem::path> git_toplevel(const std::filesystem::path& dir);
+
+struct GitState {
+  bool is_repo = false;
+  std::string commit;            // HEAD, empty before the first commit
+  bool dirty = false;            // tracked files differ from HEAD
+  bool candidate_dirty = false;  // the candidate differs from HEAD (or is untracked)
+};
+GitState git_state(const std::filesystem::path& repo, const std::string& candidate_rel);
+
+// The file's content at a commit; nullopt when git cannot show it.
+std::optional<std::string> git_show(const std::filesystem::path& repo, const std::string& commit,
+                                    const std::string& rel_path);
+
+// A commit made by `attngate commit`, recognised by its trailers.
+struct CommittedVersion {
+  std::string commit;
+  double geomean = 0;
+  std::string baseline;
+  int version = 0;
+};
+// Every commit reachable from HEAD that carries an Attngate-Geomean trailer (newest first).
+std::vector<CommittedVersion> git_committed_versions(const std::filesystem::path& repo);
+
+}  // namespace attngate::hooks

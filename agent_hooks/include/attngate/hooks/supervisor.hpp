@@ -1,0 +1,52 @@
+#pragma once
+// The supervisor: signals computed over the lineage after every evaluation. Thresholds come from
+// agent_hooks/supervisor.yaml (defaults below match it) and an optional user file on top.
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "attngate/hooks/lineage.hpp"
+
+namespace attngate::hooks {
+
+struct SupervisorConfig {
+  struct {
+    int evaluations = 5;
+    double minutes = 60;
+    double min_gain = 0.005;
+  } stall;
+  struct {
+    bool repeat_hash = true;
+    int oscillation_window = 6;
+    double oscillation_band = 0.03;
+    double churn_threshold = 0.30;
+    int churn_min_added_lines = 5;
+  } cycle;
+  struct {
+    double step_speedup = 1.5;
+    double peak_percent = 100;
+    double wall_kernel_gap = 0.10;
+    bool kernel_count_change = true;
+    bool side_stream_work = true;
+  } suspicious;
+  struct {
+    double tolerance = 0.02;
+  } regression;
+};
+
+// Overrides the keys present in the file; unknown keys and wrong types are errors (file:line).
+void apply_supervisor_file(SupervisorConfig& config, const std::filesystem::path& file);
+
+// A version whose measurement counts: it has a geomean, every scenario is correct and it failed (if
+// at all) only on speed (GEOMEAN_BELOW_TARGET, SCENARIO_BELOW_FLOOR).
+bool is_scored(const Record& r);
+
+// earlier: the evaluations before current, in order. current.churn must already be set when known.
+std::vector<Signal> compute_signals(const std::vector<Record>& earlier, const Record& current,
+                                    const SupervisorConfig& config);
+
+// The trigger names of the signals, each once, in the canonical order.
+std::vector<std::string> triggers_of(const std::vector<Signal>& signals);
+
+}  // namespace attngate::hooks

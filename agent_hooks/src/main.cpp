@@ -1,0 +1,137 @@
+// attngate: the command an external coding agent runs as its stop condition.
+#include <unistd.h>
+#include <wordexp.h>
+
+#include <iostream>
+#include <iterator>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+
+#include "attngate/hooks/commands.hpp"
+#include "attngate/hooks/questions.hpp"
+
+namespace fs = std::filesystem;
+using namespace attngate::hooks;
+
+namespace {
+
+// Shell-style word splitting (quotes, escapes) without running anything: WRDE_NOCMD refuses $(...).
+std::optional<std::vector<std::string>> split_words(const std::string& text) {
+  if (text.empty()) return std::vector<std::string>{};
+  wordexp_t w{};
+  if (::wordexp(text.c_str(), &w, WRDE_NOCMD) != 0) return std::nullopt;
+  std::vector<std::string> out(w.we_wordv, w.we_wordv + w.we_wordc);
+  ::wordfree(&w);
+  return out;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"attngate: build and run the attention-kernel gate, keep the lineage of evaluated versions, "
+               "and ask the questions that the supervisor's signals call for"};
+  app.require_subcommand(1);
+  // Global options may follow the subcommand (`attngate history --lineage F`).
+  app.fallthrough();
+
+  std::string repo, lineage, candidate, supervisor;
+  std::vector<std::string> question_files;
+  app.add_option("--repo", repo, "Repository root (default: the git top level of the working directory)");
+  app.add_option("--lineage", lineage, "Lineage file (default: <repo>/.attngate/lineage.jsonl)");
+  app.add_option("--candidate", candidate, "Candidate source (default: <repo>/kernels/candidate/candidate.cu)");
+  app.add_option("--supervisor", supervisor, "YAML file overriding the supervisor thresholds")
+      ->check(CLI::ExistingFile);
+  app.add_option("--questions", question_files, "YAML file of extra questions, merged into the bank (repeatable)")
+      ->check(CLI::ExistingFile);
+
+  std::string build_dir, ctest_args;
+  std::optional<double> target;
+  double target_value = 0;
+  std::vector<std::string> ctest_rest;
+  bool quiet = false;
+  auto add_gate_options = [&](CLI::App* sub) {
+    sub->add_option("--build-dir", build_dir, "Configured build folder (default: <repo>/build/gpu)");
+    sub->add_option("--ctest-args", ctest_args, "Extra ctest arguments, shell-quoted (or put them after --)");
+  };
+
+  auto* gate = app.add_subcommand("gate", "Build, run `ctest -L gate`, record the report; exit 0 only on pass");
+  add_gate_options(gate);
+  auto* target_opt = gate->add_option("--target", target_value,
+                                      "Geomean target overriding scenarios/gate.yaml (passed as ATTNGATE_GEOMEAN_TARGET)")
+                         ->check(CLI::PositiveNumber);
+  gate->add_flag("--quiet", quiet, "Send build and ctest output to <build>/gate/attngate_gate.log");
+  gate->add_option("ctest_extra", ctest_rest, "Arguments after -- go to ctest");
+
+  auto* history = app.add_subcommand("history", "The lineage as a table");
+  auto* commit = app.add_subcommand("commit", "Commit the candidate if its latest evaluation passed and beats the best "
+                                              "committed version beyond noise");
+
+  std::string trigger;
+  std::string ask_report;
+  auto* ask = app.add_subcommand("ask", "Print one question for a trigger (logged in the lineage)");
+  ask->add_option("--trigger", trigger, "stall|cycle|limit|done|suspicious|regression")
+      ->required()
+      ->check(CLI::IsMember(all_triggers()));
+  ask->add_option("--report", ask_report, "Report for the limit context (default: the latest lineage record)")
+      ->check(CLI::ExistingFile);
+
+  std::string record_report;
+  auto* record = app.add_subcommand("record", "Append a lineage record from a report without running anything");
+  record->add_option("--report", record_report, "Gate report (report.json)")->required()->check(CLI::ExistingFile);
+
+  auto* stop_hook = app.add_subcommand("stop-hook", "Stop hook for agent runners: reads the runner's JSON on stdin, "
+                                                    "runs the gate, exit 2 (refuse, reason on stderr) unless it passes");
+  add_gate_options(stop_hook);
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    int rc = app.exit(e);
+    return rc == 0 ? 0 : kExitError;
+  }
+
+  try {
+    Context ctx = default_context(std::cout, std::cerr);
+    if (!repo.empty()) {
+      ctx.repo = fs::absolute(repo);
+      ctx.lineage = ctx.repo / ".attngate" / "lineage.jsonl";
+      ctx.candidate = ctx.repo / "kernels" / "candidate" / "candidate.cu";
+      ctx.hooks_dir = default_hooks_dir(ctx.repo);
+    }
+    if (!lineage.empty()) ctx.lineage = fs::absolute(lineage);
+    if (!candidate.empty()) ctx.candidate = fs::absolute(candidate);
+    if (!supervisor.empty()) ctx.supervisor_file = fs::absolute(supervisor);
+    for (const auto& q : question_files) ctx.question_files.push_back(fs::absolute(q));
+
+    GateOptions go;
+    if (!build_dir.empty()) go.build_dir = fs::absolute(build_dir);
+    if (*target_opt) target = target_value;
+    go.target = target;
+    go.quiet = quiet;
+    auto words = split_words(ctest_args);
+    if (!words) {
+      std::cerr << "attngate: cannot split --ctest-args '" << ctest_args << "'\n";
+      return kExitError;
+    }
+    go.ctest_args = *words;
+    go.ctest_args.insert(go.ctest_args.end(), ctest_rest.begin(), ctest_rest.end());
+
+    if (*gate) return cmd_gate(ctx, go);
+    if (*history) return cmd_history(ctx);
+    if (*commit) return cmd_commit(ctx);
+    if (*ask) return cmd_ask(ctx, trigger, ask_report.empty() ? std::nullopt : std::optional<fs::path>(ask_report));
+    if (*record) return cmd_record(ctx, record_report);
+    if (*stop_hook) {
+      // Run by hand on a terminal there is no runner JSON to wait for.
+      std::string input = ::isatty(0) ? std::string{} : std::string(std::istreambuf_iterator<char>(std::cin), {});
+      return cmd_stop_hook(ctx, input, go);
+    }
+  } catch (const std::exception& e) {
+    std::cerr << "attngate: " << e.what() << "\n";
+    return kExitError;
+  }
+  return kExitError;
+}

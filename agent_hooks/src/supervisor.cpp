@@ -1,0 +1,274 @@
+#include "attngate/hooks/supervisor.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <functional>
+#include <map>
+#include <set>
+#include <stdexcept>
+
+#include <yaml-cpp/yaml.h>
+
+namespace attngate::hooks {
+namespace {
+
+std::string where(const std::filesystem::path& file, const YAML::Node& n) {
+  return file.string() + ":" + std::to_string(n.Mark().line + 1);
+}
+
+template <class T>
+void read_value(const YAML::Node& n, T& out, const std::filesystem::path& file, const std::string& key) {
+  try {
+    out = n.as<T>();
+  } catch (const YAML::Exception&) {
+    throw std::runtime_error(where(file, n) + ": '" + key + "' has the wrong type");
+  }
+}
+
+std::string fmt(const char* f, double a) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, f, a);
+  return buf;
+}
+
+std::string fx(double v) { return fmt("%.3fx", v); }
+
+// Codes after which the measured speedups do not describe a correct, honestly timed kernel.
+bool invalidates_measurement(const std::string& code) {
+  return code != "GEOMEAN_BELOW_TARGET" && code != "SCENARIO_BELOW_FLOOR";
+}
+
+struct Best {
+  const Record* record = nullptr;
+  double speedup = 0;
+  std::size_t index = 0;  // position in the evaluation sequence
+};
+
+}  // namespace
+
+void apply_supervisor_file(SupervisorConfig& c, const std::filesystem::path& file) {
+  YAML::Node root;
+  try {
+    root = YAML::LoadFile(file.string());
+  } catch (const YAML::BadFile&) {
+    throw std::runtime_error("cannot read " + file.string());
+  } catch (const YAML::Exception& e) {
+    throw std::runtime_error(file.string() + ":" + std::to_string(e.mark.line + 1) + ": " + e.msg);
+  }
+  if (root.IsNull()) return;
+  if (!root.IsMap()) throw std::runtime_error(where(file, root) + ": expected a map of sections");
+
+  using Setter = std::function<void(const YAML::Node&, const std::string&)>;
+  auto num = [&](auto& field) -> Setter {
+    return [&field, &file](const YAML::Node& n, const std::string& k) { read_value(n, field, file, k); };
+  };
+  const std::map<std::string, std::map<std::string, Setter>> sections = {
+      {"stall",
+       {{"evaluations", num(c.stall.evaluations)}, {"minutes", num(c.stall.minutes)}, {"min_gain", num(c.stall.min_gain)}}},
+      {"cycle",
+       {{"repeat_hash", num(c.cycle.repeat_hash)},
+        {"oscillation_window", num(c.cycle.oscillation_window)},
+        {"oscillation_band", num(c.cycle.oscillation_band)},
+        {"churn_threshold", num(c.cycle.churn_threshold)},
+        {"churn_min_added_lines", num(c.cycle.churn_min_added_lines)}}},
+      {"suspicious",
+       {{"step_speedup", num(c.suspicious.step_speedup)},
+        {"peak_percent", num(c.suspicious.peak_percent)},
+        {"wall_kernel_gap", num(c.suspicious.wall_kernel_gap)},
+        {"kernel_count_change", num(c.suspicious.kernel_count_change)},
+        {"side_stream_work", num(c.suspicious.side_stream_work)}}},
+      {"regression", {{"tolerance", num(c.regression.tolerance)}}},
+  };
+  for (const auto& section : root) {
+    auto name = section.first.as<std::string>();
+    auto s = sections.find(name);
+    if (s == sections.end()) throw std::runtime_error(where(file, section.first) + ": unknown section '" + name + "'");
+    if (section.second.IsNull()) continue;
+    if (!section.second.IsMap()) throw std::runtime_error(where(file, section.second) + ": '" + name + "' must be a map");
+    for (const auto& kv : section.second) {
+      auto key = kv.first.as<std::string>();
+      auto setter = s->second.find(key);
+      if (setter == s->second.end())
+        throw std::runtime_error(where(file, kv.first) + ": unknown key '" + name + "." + key + "'");
+      setter->second(kv.second, name + "." + key);
+    }
+  }
+  if (c.cycle.oscillation_window < 3)
+    throw std::runtime_error(file.string() + ": cycle.oscillation_window must be at least 3");
+  if (c.stall.evaluations < 1) throw std::runtime_error(file.string() + ": stall.evaluations must be at least 1");
+}
+
+bool is_scored(const Record& r) {
+  if (!r.is_evaluation() || !r.geomean.speedup || !std::isfinite(*r.geomean.speedup)) return false;
+  for (const auto& reason : r.reasons)
+    if (invalidates_measurement(reason.code)) return false;
+  for (const auto& s : r.scenarios)
+    if (s.correct && !*s.correct) return false;
+  return true;
+}
+
+std::vector<Signal> compute_signals(const std::vector<Record>& earlier, const Record& cur,
+                                    const SupervisorConfig& cfg) {
+  std::vector<Signal> out;
+  auto add = [&](const char* trigger, const char* kind, std::string detail) {
+    out.push_back({trigger, kind, std::move(detail)});
+  };
+
+  // The best before this version, and the index of the evaluation that last set a new best
+  // (a gain under min_gain is noise, not a new best).
+  Best best;
+  std::optional<std::size_t> last_new_best;
+  for (std::size_t i = 0; i < earlier.size(); ++i) {
+    if (!is_scored(earlier[i])) continue;
+    double g = *earlier[i].geomean.speedup;
+    if (!best.record || g > best.speedup * (1 + cfg.stall.min_gain)) last_new_best = i;
+    if (!best.record || g > best.speedup) best = {&earlier[i], g, i};
+  }
+  const bool scored = is_scored(cur);
+  const double g = cur.geomean.speedup.value_or(0);
+  if (scored && (!best.record || g > best.speedup * (1 + cfg.stall.min_gain))) last_new_best = earlier.size();
+
+  // Stall: counted in evaluations (all of them, failed builds included) and in minutes.
+  {
+    std::size_t since = last_new_best ? earlier.size() - *last_new_best : earlier.size() + 1;
+    const Record* anchor = last_new_best ? (*last_new_best < earlier.size() ? &earlier[*last_new_best] : &cur)
+                                         : (earlier.empty() ? &cur : &earlier.front());
+    if (static_cast<long>(since) >= cfg.stall.evaluations) {
+      add("stall", "no_new_best",
+          "no new best geomean in the last " + std::to_string(since) + " evaluations" +
+              (best.record ? " (best " + fx(best.speedup) + ", version " + std::to_string(best.record->version) + ")"
+                           : std::string(" (no scored version yet)")));
+    } else {
+      auto t0 = parse_iso8601(anchor->time), t1 = parse_iso8601(cur.time);
+      if (t0 && t1 && since > 0 && static_cast<double>(*t1 - *t0) >= cfg.stall.minutes * 60)
+        add("stall", "no_new_best_time",
+            "no new best geomean for " + fmt("%.0f", static_cast<double>(*t1 - *t0) / 60) + " minutes (since version " +
+                std::to_string(anchor->version) + ")");
+    }
+  }
+
+  // Cycle: the same source again, scores going back and forth, or old lines coming back.
+  if (cfg.cycle.repeat_hash && !cur.candidate_sha256.empty()) {
+    std::vector<int> same;
+    for (const auto& r : earlier)
+      if (r.candidate_sha256 == cur.candidate_sha256) same.push_back(r.version);
+    if (!same.empty()) {
+      std::string list;
+      for (int v : same) list += (list.empty() ? "" : ", ") + std::to_string(v);
+      add("cycle", "repeat", "this source was already evaluated as version(s) " + list);
+    }
+  }
+  {
+    std::vector<double> gs;
+    for (const auto& r : earlier)
+      if (is_scored(r)) gs.push_back(*r.geomean.speedup);
+    if (scored) gs.push_back(g);
+    const std::size_t w = static_cast<std::size_t>(cfg.cycle.oscillation_window);
+    if (scored && gs.size() >= w) {
+      std::vector<double> tail(gs.end() - static_cast<long>(w), gs.end());
+      bool alternating = true;
+      for (std::size_t k = 1; k < w && alternating; ++k) {
+        double d = tail[k] - tail[k - 1];
+        double prev = k >= 2 ? tail[k - 1] - tail[k - 2] : -d;
+        alternating = d != 0 && (d > 0) != (prev > 0);
+      }
+      auto [lo, hi] = std::minmax_element(tail.begin(), tail.end());
+      if (alternating && *lo > 0 && (*hi - *lo) / *lo <= cfg.cycle.oscillation_band)
+        add("cycle", "oscillation",
+            "the last " + std::to_string(w) + " geomeans alternate up and down between " + fx(*lo) + " and " + fx(*hi));
+    }
+  }
+  if (cur.churn && cur.churn->added >= static_cast<std::size_t>(std::max(cfg.cycle.churn_min_added_lines, 1)) &&
+      cur.churn->share() > cfg.cycle.churn_threshold)
+    add("cycle", "churn",
+        std::to_string(cur.churn->readded) + " of " + std::to_string(cur.churn->added) + " added lines (" +
+            fmt("%.0f%%", 100 * cur.churn->share()) + ") were deleted earlier in the lineage");
+
+  // Suspicious gain.
+  if (cur.geomean.speedup) {
+    double ref = best.record ? best.speedup : 1.0;
+    if (ref > 0 && g / ref > cfg.suspicious.step_speedup)
+      add("suspicious", "step",
+          "geomean " + fx(g) + " is " + fx(g / ref) + " the " +
+              (best.record ? "best so far (version " + std::to_string(best.record->version) + ")" : std::string("baseline")));
+  }
+  {
+    std::vector<std::string> over;
+    for (const auto& s : cur.scenarios)
+      if (s.percent_of_peak && *s.percent_of_peak > cfg.suspicious.peak_percent)
+        over.push_back(s.id + " " + fmt("%.1f%%", *s.percent_of_peak));
+    if (!over.empty()) {
+      std::string list;
+      for (const auto& o : over) list += (list.empty() ? "" : ", ") + o;
+      add("suspicious", "above_peak", "above the device's peak: " + list);
+    }
+  }
+  if (cur.geomean.wall_speedup && cur.geomean.kernel_speedup && *cur.geomean.kernel_speedup > 0) {
+    double ratio = *cur.geomean.wall_speedup / *cur.geomean.kernel_speedup;
+    if (std::abs(ratio - 1) > cfg.suspicious.wall_kernel_gap)
+      add("suspicious", "wall_vs_kernel",
+          "wall-clock speedup " + fx(*cur.geomean.wall_speedup) + " vs kernel-time speedup " +
+              fx(*cur.geomean.kernel_speedup));
+  }
+  if (cfg.suspicious.kernel_count_change) {
+    const Record* prev = nullptr;
+    for (auto it = earlier.rbegin(); it != earlier.rend() && !prev; ++it)
+      for (const auto& s : it->scenarios)
+        if (s.candidate.kernel_count) {
+          prev = &*it;
+          break;
+        }
+    if (prev) {
+      std::map<std::string, std::int64_t> before;
+      for (const auto& s : prev->scenarios)
+        if (s.candidate.kernel_count) before[s.id] = *s.candidate.kernel_count;
+      std::string list;
+      for (const auto& s : cur.scenarios) {
+        auto it = before.find(s.id);
+        if (s.candidate.kernel_count && it != before.end() && it->second != *s.candidate.kernel_count)
+          list += (list.empty() ? "" : ", ") + s.id + " " + std::to_string(it->second) + "->" +
+                  std::to_string(*s.candidate.kernel_count);
+      }
+      if (!list.empty())
+        add("suspicious", "kernel_count", "kernel launches per call changed since version " +
+                                              std::to_string(prev->version) + ": " + list);
+    }
+  }
+  if (cfg.suspicious.side_stream_work) {
+    std::set<std::string> ids;
+    for (const auto& s : cur.scenarios)
+      if (std::find(s.flags.begin(), s.flags.end(), "SIDE_STREAM_WORK") != s.flags.end()) ids.insert(s.id);
+    for (const auto& r : cur.reasons)
+      if (r.code == "SIDE_STREAM_WORK") {
+        ids.insert(r.scenarios.begin(), r.scenarios.end());
+        if (r.scenarios.empty()) ids.insert("(report-wide)");
+      }
+    if (!ids.empty()) {
+      std::string list;
+      for (const auto& id : ids) list += (list.empty() ? "" : ", ") + id;
+      add("suspicious", "side_stream_work", "work on other streams: " + list);
+    }
+  }
+
+  // Regression against the best version.
+  if (scored && best.record && g < best.speedup * (1 - cfg.regression.tolerance))
+    add("regression", "below_best",
+        "geomean " + fx(g) + " is " + fmt("%.1f%%", 100 * (1 - g / best.speedup)) + " below the best " +
+            fx(best.speedup) + " (version " + std::to_string(best.record->version) + ")");
+  return out;
+}
+
+std::vector<std::string> triggers_of(const std::vector<Signal>& signals) {
+  static const std::vector<std::string> order = {"stall", "cycle", "suspicious", "regression"};
+  std::vector<std::string> out;
+  for (const auto& t : order)
+    for (const auto& s : signals)
+      if (s.trigger == t) {
+        out.push_back(t);
+        break;
+      }
+  return out;
+}
+
+}  // namespace attngate::hooks

@@ -1,0 +1,239 @@
+// The `attngate` executable as an agent sees it: exit codes and what it prints.
+#include <gtest/gtest.h>
+
+#include "attngate/hooks/lineage.hpp"
+#include "test_util.hpp"
+
+namespace attngate::hooks {
+namespace {
+
+namespace fs = std::filesystem;
+
+RunResult attngate(const test::Sandbox& sb, std::vector<std::string> args, const std::string& stdin_text = "") {
+  args.insert(args.begin(), {ATTNGATE_EXE, "--repo", sb.dir.path().string()});
+  if (stdin_text.empty()) return run_process(args);
+  // run_process gives children /dev/null as stdin; a shell pipes the runner's JSON in instead.
+  std::string cmd = "printf '%s' \"$0\" | \"$@\"";
+  args.insert(args.begin(), {"bash", "-c", cmd, stdin_text});
+  return run_process(args);
+}
+
+TEST(Cli, RecordExitCodesAndHistory) {
+  test::Sandbox sb(true);
+  auto pass = test::write_report(sb.dir / "build" / "pass.json", test::report_json("pass", 1.03, 1.02, 1.04));
+  auto fail = test::write_report(sb.dir / "build" / "fail.json",
+                                 test::report_json("fail", 0.95, 0.94, 0.96, {{"gate_a"}}, {"GEOMEAN_BELOW_TARGET"}));
+
+  auto r = attngate(sb, {"record", "--report", pass.string()});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("attngate: PASS, version 1"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("geomean 1.030x, CI [1.020, 1.040]"), std::string::npos) << r.out;
+
+  r = attngate(sb, {"record", "--report", fail.string()});
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_NE(r.out.find("attngate: FAIL, version 2"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("reason GEOMEAN_BELOW_TARGET [gate_a]"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("signal cycle/repeat"), std::string::npos) << r.out;  // same source as version 1
+  EXPECT_NE(r.out.find("question (cycle): "), std::string::npos) << r.out;
+
+  r = attngate(sb, {"history"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("version"), std::string::npos);
+  EXPECT_NE(r.out.find("1.030x"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("pass"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("0.950x"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("cycle,regression"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("(GEOMEAN_BELOW_TARGET)"), std::string::npos) << r.out;
+
+  // Global options may also follow the subcommand.
+  r = run_process({ATTNGATE_EXE, "history", "--lineage", sb.ctx.lineage.string()});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("0.950x"), std::string::npos) << r.out;
+}
+
+TEST(Cli, UsageAndInputErrorsExitTwo) {
+  test::Sandbox sb(false);
+  test::write_file(sb.dir / "bad.json", "{not json");
+  auto r = attngate(sb, {"record", "--report", (sb.dir / "bad.json").string()});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("not JSON"), std::string::npos) << r.err;
+  test::write_file(sb.dir / "schema.json", R"({"schema": "attngate.gate_report/2", "verdict": "pass"})");
+  r = attngate(sb, {"record", "--report", (sb.dir / "schema.json").string()});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("unsupported schema"), std::string::npos) << r.err;
+  EXPECT_EQ(attngate(sb, {"frobnicate"}).exit_code, 2);
+  EXPECT_EQ(attngate(sb, {"ask", "--trigger", "bored"}).exit_code, 2);
+  EXPECT_EQ(attngate(sb, {}).exit_code, 2);
+  EXPECT_EQ(attngate(sb, {"--help"}).exit_code, 0);
+  EXPECT_FALSE(fs::exists(sb.ctx.lineage));
+}
+
+TEST(Cli, AskPrintsAQuestion) {
+  test::Sandbox sb(false);
+  auto r = attngate(sb, {"ask", "--trigger", "stall"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out.back(), '\n');
+  EXPECT_NE(r.out.find('?'), std::string::npos) << r.out;
+}
+
+// A stand-in for the GPU gate: a CMake project whose only `gate` test copies a prepared report
+// into <build>/gate/report.json (or writes nothing, or fails).
+class FakeGate : public ::testing::Test {
+ protected:
+  test::Sandbox sb{/*with_git=*/true};
+  fs::path build = sb.dir / "build" / "gpu";
+
+  void SetUp() override {
+    test::write_file(sb.dir / "fake" / "CMakeLists.txt",
+                     "cmake_minimum_required(VERSION 3.20)\n"
+                     "project(fake_gate NONE)\n"
+                     "enable_testing()\n"
+                     "add_test(NAME gate.fake COMMAND ${CMAKE_COMMAND} -DOUT=${CMAKE_BINARY_DIR}/gate/report.json\n"
+                     "         -DIN=${CMAKE_SOURCE_DIR}/next_report.json -P ${CMAKE_SOURCE_DIR}/gate.cmake)\n"
+                     "set_tests_properties(gate.fake PROPERTIES LABELS gate)\n");
+    // The test passes iff the prepared report says pass, as the real gate does.
+    test::write_file(sb.dir / "fake" / "gate.cmake",
+                     "if(EXISTS ${IN})\n"
+                     "  file(READ ${IN} r)\n"
+                     "  file(WRITE ${OUT} \"${r}\")\n"
+                     "  if(NOT r MATCHES \"\\\"verdict\\\": \\\"pass\\\"\")\n"
+                     "    message(FATAL_ERROR \"gate failed\")\n"
+                     "  endif()\n"
+                     "else()\n"
+                     "  message(FATAL_ERROR \"no device\")\n"
+                     "endif()\n");
+    auto r = run_process({"cmake", "-S", (sb.dir / "fake").string(), "-B", build.string()});
+    ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  }
+  void next_report(const nlohmann::json& j) { test::write_report(sb.dir / "fake" / "next_report.json", j); }
+  void no_report() { fs::remove(sb.dir / "fake" / "next_report.json"); }
+};
+
+TEST_F(FakeGate, GateExitCodesFollowTheReport) {
+  next_report(test::report_json("pass", 1.03, 1.02, 1.04));
+  auto r = attngate(sb, {"gate", "--quiet"});
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("attngate: PASS, version 1"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("report: " + (build / "gate" / "report.json").string()), std::string::npos) << r.out;
+
+  next_report(test::report_json("fail", 0.93, 0.92, 0.94, {{"gate_a"}}, {"GEOMEAN_BELOW_TARGET"}));
+  r = attngate(sb, {"gate", "--build-dir", build.string()});
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  EXPECT_NE(r.out.find("reason GEOMEAN_BELOW_TARGET"), std::string::npos) << r.out;
+
+  // No report from this run: the one left by the previous run must not be read.
+  no_report();
+  r = attngate(sb, {"gate", "--quiet"});
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  EXPECT_NE(r.out.find("reason NO_REPORT: ctest -L gate exited 8 without writing"), std::string::npos) << r.out;
+
+  // ctest arguments pass through: a filter that selects nothing is an error, not a pass.
+  next_report(test::report_json("pass", 1.03, 1.02, 1.04));
+  r = attngate(sb, {"gate", "--quiet", "--ctest-args=-R 'no such test'"});
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  EXPECT_NE(r.out.find("NO_REPORT"), std::string::npos) << r.out;
+  r = attngate(sb, {"gate", "--quiet", "--", "-R", "gate.fake"});
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+
+  // A target the gate did not apply cannot pass.
+  r = attngate(sb, {"gate", "--quiet", "--target", "1.5"});
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  EXPECT_NE(r.out.find("TARGET_NOT_APPLIED"), std::string::npos) << r.out;
+
+  auto c = Lineage(sb.ctx.lineage).read();
+  ASSERT_EQ(c.records.size(), 6u);
+  EXPECT_EQ(*c.records[2].ctest_exit, 8);
+  EXPECT_EQ(c.records[0].source, "gate");
+}
+
+TEST_F(FakeGate, BuildFailureIsAFailingEvaluation) {
+  auto r = attngate(sb, {"gate", "--quiet", "--build-dir", (sb.dir / "nowhere").string()});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.out.find("reason BUILD_FAILED"), std::string::npos) << r.out;
+}
+
+TEST_F(FakeGate, StopHookRefusesWithADoneQuestionUntilTheGatePasses) {
+  const std::string input = R"({"session_id": "s1", "hook_event_name": "Stop", "stop_hook_active": false})";
+  const std::string again = R"({"session_id": "s1", "hook_event_name": "Stop", "stop_hook_active": true})";
+  auto hook = [&](const std::string& json) {
+    return attngate(sb, {"stop-hook", "--build-dir", build.string()}, json);
+  };
+
+  next_report(test::report_json("fail", 0.93, 0.92, 0.94, {{"gate_a"}}, {"GEOMEAN_BELOW_TARGET"}));
+  auto r = hook(input);
+  EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+  EXPECT_NE(r.err.find("does not pass yet"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("question (done): "), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("gate output: "), std::string::npos) << r.err;
+
+  // The runner retries after our refusal with nothing changed: let it stop rather than loop.
+  r = hook(again);
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.err.find("unchanged since version 1"), std::string::npos) << r.err;
+  EXPECT_EQ(Lineage(sb.ctx.lineage).read().records.size(), 1u);
+
+  // The agent changed the candidate: the gate runs again, and a pass lets it stop.
+  sb.set_candidate("// faster\n");
+  r = hook(again);
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  next_report(test::report_json("pass", 1.03, 1.02, 1.04));
+  sb.set_candidate("// faster still\n");
+  r = hook(again);
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("PASS, version 3"), std::string::npos) << r.out;
+
+  auto c = Lineage(sb.ctx.lineage).read();
+  ASSERT_EQ(c.records.size(), 3u);
+  EXPECT_EQ(c.records[0].source, "stop_hook");
+  EXPECT_EQ(c.records[0].session, "s1");
+  ASSERT_FALSE(c.records[0].questions.empty());
+  EXPECT_EQ(c.records[0].questions.back().trigger, "done");
+  EXPECT_NE(c.records[1].questions.back().id, c.records[0].questions.back().id);
+  for (const auto& q : c.records[2].questions) EXPECT_NE(q.trigger, "done");
+}
+
+TEST_F(FakeGate, StopHookCapsRefusalsInASession) {
+  next_report(test::report_json("fail", 0.93, 0.92, 0.94, {{"gate_a"}}, {"GEOMEAN_BELOW_TARGET"}));
+  const std::string again = R"({"session_id": "s2", "stop_hook_active": true})";
+  std::vector<std::string> cmd = {"env", "ATTNGATE_STOP_MAX_REFUSALS=2", ATTNGATE_EXE, "--repo", sb.dir.path().string(),
+                                  "stop-hook", "--build-dir", build.string()};
+  auto run = [&](int n) {
+    sb.set_candidate("// attempt " + std::to_string(n) + "\n");
+    std::vector<std::string> argv = {"bash", "-c", "printf '%s' \"$0\" | \"$@\"", again};
+    argv.insert(argv.end(), cmd.begin(), cmd.end());
+    return run_process(argv);
+  };
+  EXPECT_EQ(run(1).exit_code, 2);
+  EXPECT_EQ(run(2).exit_code, 2);
+  auto r = run(3);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("refused 2 stops in a row"), std::string::npos) << r.err;
+}
+
+TEST_F(FakeGate, StopHookScriptWrapsTheCommand) {
+  const std::string script = std::string(ATTNGATE_HOOKS_DIR_FOR_TESTS) + "/stop_hook.sh";
+  auto run = [&](const std::string& json, const std::string& build_dir, const std::string& bin) {
+    return run_process({"bash", "-c", "printf '%s' \"$0\" | \"$@\"", json, "env",
+                        "CLAUDE_PROJECT_DIR=" + sb.dir.path().string(), "ATTNGATE_BUILD_DIR=" + build_dir,
+                        "ATTNGATE_BIN=" + bin, "bash", script});
+  };
+  next_report(test::report_json("fail", 0.93, 0.92, 0.94, {{"gate_a"}}, {"GEOMEAN_BELOW_TARGET"}));
+  auto r = run(R"({"stop_hook_active": false})", build.string(), ATTNGATE_EXE);
+  EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+  EXPECT_NE(r.err.find("question (done): "), std::string::npos) << r.err;
+  next_report(test::report_json("pass", 1.03, 1.02, 1.04));
+  sb.set_candidate("// better\n");
+  r = run(R"({"stop_hook_active": false})", build.string(), ATTNGATE_EXE);
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+
+  // Without a configured build the hook says how to make one, and does not trap the agent on retry.
+  const std::string nowhere = (sb.dir / "unconfigured").string();
+  r = run(R"({"stop_hook_active": false})", nowhere, nowhere + "/agent_hooks/attngate");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("no configured build"), std::string::npos) << r.err;
+  r = run(R"({"stop_hook_active": true})", nowhere, nowhere + "/agent_hooks/attngate");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+}
+
+}  // namespace
+}  // namespace attngate::hooks
