@@ -29,6 +29,9 @@ have_pkg libyaml-cpp-dev || have_config 'lib*/cmake/yaml-cpp/yaml-cpp-config.cma
   need+=(libyaml-cpp-dev)
 have_pkg nlohmann-json3-dev || have_config 'share/cmake/nlohmann_json/nlohmann_jsonConfig.cmake' ||
   have_config 'lib*/cmake/nlohmann_json/nlohmann_jsonConfig.cmake' || need+=(nlohmann-json3-dev)
+have_pkg libcli11-dev || have_config 'share/cmake/CLI11/CLI11Config.cmake' ||
+  have_config 'lib*/cmake/CLI11/CLI11Config.cmake' || have_config 'lib/*/cmake/CLI11/CLI11Config.cmake' ||
+  need+=(libcli11-dev)
 
 if ((${#need[@]})); then
   if [[ $(id -u) -ne 0 ]]; then
