@@ -1,0 +1,177 @@
+#!/usr/bin/env python3
+"""GPU regression run for attngate: build, verify, benchmark, and judge against stored results.
+
+  ci/regression.py --record        measure this machine and store ci/baselines/<gpu>.json
+  ci/regression.py                 measure again and judge each scenario SAME / FASTER / SLOWER /
+                                   AMBIGUOUS against that file (ambiguous ones are re-measured once)
+
+Exits 1 on any correctness failure or a confirmed slowdown beyond --threshold, 2 on a usage or
+setup error. Writes regression.md (fit for a pull-request comment) and regression.json to --out.
+"""
+import argparse
+import datetime
+import json
+import os
+import re
+import subprocess
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import regression_judge as rj  # noqa: E402
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def run(cmd, **kw):
+    print("+", " ".join(cmd), flush=True)
+    return subprocess.run(cmd, **kw)
+
+
+def gpu_name():
+    try:
+        out = subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version", "--format=csv,noheader"],
+                             capture_output=True, text=True, check=True).stdout.strip().splitlines()
+    except (OSError, subprocess.CalledProcessError) as e:
+        sys.exit(f"regression: no NVIDIA GPU visible ({e}); this script runs on GPU runners")
+    name, driver = [x.strip() for x in out[0].split(",")]
+    return name, driver
+
+
+def slug(name):
+    return re.sub(r"[^a-z0-9]+", "_", name.lower()).strip("_")
+
+
+def bench(args, kernel, out_json, only=None, time_cap=None):
+    cmd = [os.path.join(args.build_dir, "bench", "attngate_bench"), f"--suite={args.suite}",
+           f"--compare={kernel},{args.yardstick}", f"--compare_out={out_json}",
+           f"--time-cap-s={time_cap or args.time_cap_s}"]
+    if only:
+        cmd.append("--benchmark_filter=/(" + "|".join(re.escape(s) for s in only) + ")$")
+    if run(cmd).returncode != 0:
+        sys.exit(f"regression: attngate_bench failed for {kernel}")
+    with open(out_json) as f:
+        data = json.load(f)
+    if data.get("failed"):
+        sys.exit(f"regression: benchmarks failed for {kernel}: {data['failed']}")
+    return {s["id"]: {"speedup": s["speedup"], "ci": s["speedup_ci95"], "kernel_ms": s["kernel_ms"],
+                      "base_ms": s["base_ms"]} for s in data["scenarios"]}
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--build-dir", default=os.path.join(ROOT, "build", "gpu"))
+    ap.add_argument("--suite", default="full", help="suite to benchmark (default full)")
+    ap.add_argument("--kernels", default="candidate", help="comma-separated kernels to track")
+    ap.add_argument("--yardstick", default="initial", help="kernel every figure is relative to")
+    ap.add_argument("--baseline", help="reference results (default ci/baselines/<gpu>.json)")
+    ap.add_argument("--record", action="store_true", help="store this run as the reference")
+    ap.add_argument("--threshold", type=float, default=0.02, help="slowdown that fails the run")
+    ap.add_argument("--time-cap-s", type=float, default=1.0)
+    ap.add_argument("--verify-label", default="verify", help="ctest label of the correctness run")
+    ap.add_argument("--jobs", type=int, default=8)
+    ap.add_argument("--skip-build", action="store_true")
+    ap.add_argument("--out", default=os.path.join(ROOT, "build", "regression"))
+    args = ap.parse_args()
+    if not 0 < args.threshold < 1:
+        ap.error("--threshold must be in (0, 1)")
+
+    name, driver = gpu_name()
+    baseline = args.baseline or os.path.join(ROOT, "ci", "baselines", slug(name) + ".json")
+    os.makedirs(args.out, exist_ok=True)
+
+    if not args.skip_build:
+        if not os.path.exists(os.path.join(args.build_dir, "CMakeCache.txt")):
+            if run(["cmake", "--preset", "gpu"], cwd=ROOT).returncode != 0:
+                sys.exit("regression: configure failed")
+        if run(["cmake", "--build", args.build_dir, "-j", str(os.cpu_count())]).returncode != 0:
+            sys.exit("regression: build failed")
+
+    verify = run(["ctest", "--test-dir", args.build_dir, "-L", args.verify_label, "-j", str(args.jobs),
+                  "--output-on-failure", "--no-tests=error",
+                  "--output-junit", os.path.join(os.path.abspath(args.out), "verify.xml")])
+    correct = verify.returncode == 0
+
+    kernels = [k for k in args.kernels.split(",") if k]
+    current = {k: bench(args, k, os.path.join(args.out, f"bench_{k}.json")) for k in kernels}
+    commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout.strip()
+
+    if args.record:
+        if not correct:
+            sys.exit("regression: not recording: the correctness run failed")
+        doc = {"schema": "attngate.regression_baseline/1", "gpu": name, "driver": driver,
+               "recorded": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+               "commit": commit, "suite": args.suite, "yardstick": args.yardstick, "kernels": current}
+        os.makedirs(os.path.dirname(baseline), exist_ok=True)
+        with open(baseline, "w") as f:
+            json.dump(doc, f, indent=1)
+        print(f"regression: recorded {sum(len(v) for v in current.values())} scenarios to {baseline}")
+        return 0 if correct else 1
+
+    try:
+        with open(baseline) as f:
+            ref = json.load(f)
+    except OSError as e:
+        sys.exit(f"regression: no reference results ({e}); run with --record first")
+    if ref.get("yardstick") != args.yardstick or ref.get("suite") != args.suite:
+        sys.exit(f"regression: {baseline} was recorded for suite {ref.get('suite')} / yardstick "
+                 f"{ref.get('yardstick')}, not {args.suite} / {args.yardstick}")
+
+    rows, failures = [], []
+    for k in kernels:
+        if k not in ref["kernels"]:
+            sys.exit(f"regression: {baseline} has no results for kernel {k}")
+        verdicts = {}
+        for sid, cur in current[k].items():
+            rec = ref["kernels"][k].get(sid)
+            if rec is None:
+                verdicts[sid] = ("NEW", 1.0, 1.0, 1.0)
+                continue
+            verdicts[sid] = rj.judge(cur["speedup"], cur["ci"], rec["speedup"], rec["ci"], args.threshold)
+        ambiguous = [s for s, v in verdicts.items() if v[0] == rj.AMBIGUOUS]
+        if ambiguous:
+            print(f"regression: re-measuring {len(ambiguous)} ambiguous scenarios of {k}")
+            again = bench(args, k, os.path.join(args.out, f"bench_{k}_remeasured.json"), only=ambiguous,
+                          time_cap=2 * args.time_cap_s)
+            for sid in ambiguous:
+                cur, rec = again[sid], ref["kernels"][k][sid]
+                current[k][sid] = cur
+                verdicts[sid] = rj.judge(cur["speedup"], cur["ci"], rec["speedup"], rec["ci"], args.threshold)
+        for sid in sorted(verdicts):
+            v, r, lo, hi = verdicts[sid]
+            rows.append({"kernel": k, "scenario": sid, "verdict": v, "ratio": r, "ci": [lo, hi],
+                         "speedup": current[k][sid]["speedup"],
+                         "recorded_speedup": ref["kernels"][k].get(sid, {}).get("speedup"),
+                         "remeasured": sid in ambiguous})
+            if rj.confirmed_slowdown(v, r, args.threshold):
+                failures.append(f"{k}/{sid}: {r:.3f}x of the recorded speedup")
+        missing = sorted(set(ref["kernels"][k]) - set(current[k]))
+        if missing:
+            failures.append(f"{k}: recorded scenarios not measured: {', '.join(missing)}")
+
+    counts = {v: sum(1 for r in rows if r["verdict"] == v) for v in
+              (rj.SAME, rj.FASTER, rj.SLOWER, rj.AMBIGUOUS, "NEW")}
+    ok = correct and not failures
+    md = [f"## attngate regression: {'PASS' if ok else 'FAIL'}", "",
+          f"{name} (driver {driver}), commit `{commit[:12]}` against the reference recorded "
+          f"{ref.get('recorded')} at `{str(ref.get('commit'))[:12]}`; suite `{args.suite}`, figures are "
+          f"speedups over `{args.yardstick}` measured interleaved; threshold {args.threshold:.1%}.", "",
+          f"- correctness (`ctest -L {args.verify_label}`): {'passed' if correct else 'FAILED'}",
+          "- " + ", ".join(f"{v} {n}" for v, n in counts.items() if n)]
+    md += [f"- **{f}**" for f in failures]
+    changed = [r for r in rows if r["verdict"] not in (rj.SAME,)]
+    if changed:
+        md += ["", "| kernel | scenario | verdict | now / recorded | 95% CI |", "| --- | --- | --- | --- | --- |"]
+        md += [f"| {r['kernel']} | {r['scenario']} | {r['verdict']}{' (re-measured)' if r['remeasured'] else ''}"
+               f" | {r['ratio']:.4f} | [{r['ci'][0]:.4f}, {r['ci'][1]:.4f}] |" for r in changed]
+    text = "\n".join(md) + "\n"
+    with open(os.path.join(args.out, "regression.md"), "w") as f:
+        f.write(text)
+    with open(os.path.join(args.out, "regression.json"), "w") as f:
+        json.dump({"pass": ok, "correct": correct, "gpu": name, "commit": commit, "counts": counts,
+                   "failures": failures, "rows": rows}, f, indent=1)
+    print(text)
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
