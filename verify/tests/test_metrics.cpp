@@ -131,3 +131,21 @@ TEST(problem, seeds_differ_per_scenario_and_distribution_and_replay) {
   EXPECT_NE(scenario_seed(7, "a", 0), scenario_seed(7, "a", 1));
   EXPECT_NE(scenario_seed(7, "a", 0), scenario_seed(8, "a", 0));
 }
+
+#include "attngate/verify/gpu_pinning.hpp"
+
+TEST(gpu_pinning, follows_the_ctest_resource_allocation) {
+  unsetenv("CTEST_RESOURCE_GROUP_COUNT");
+  EXPECT_EQ(pin_to_ctest_gpu(), "");
+  setenv("CTEST_RESOURCE_GROUP_COUNT", "1", 1);
+  setenv("CTEST_RESOURCE_GROUP_0", "gpus", 1);
+  setenv("CTEST_RESOURCE_GROUP_0_GPUS", "id:3,slots:1", 1);
+  EXPECT_EQ(pin_to_ctest_gpu(), "3");
+  EXPECT_STREQ(std::getenv("CUDA_VISIBLE_DEVICES"), "3");
+  setenv("CTEST_RESOURCE_GROUP_0_GPUS", "slots:1", 1);
+  EXPECT_THROW(pin_to_ctest_gpu(), std::runtime_error);
+  unsetenv("CTEST_RESOURCE_GROUP_COUNT");
+  unsetenv("CTEST_RESOURCE_GROUP_0");
+  unsetenv("CTEST_RESOURCE_GROUP_0_GPUS");
+  unsetenv("CUDA_VISIBLE_DEVICES");
+}
