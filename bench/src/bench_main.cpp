@@ -172,22 +172,10 @@ void run_compare(benchmark::State& st, Harness& h, const KernelInfo* k, const Ke
   if (!m) return;
   const KernelSeries& ks = m->series[0];
   const KernelSeries& bs = m->series[1];
-  const Fields kf = kernel_fields(ks, *m, ctx);
-  set_fields(st, kf);
+  ComparisonRow row = comparison_row(s, *m, ctx);
+  set_fields(st, row.kernel.fields);
   set_fields(st, comparison_fields(ks, bs, ctx, resamples, seed));
   st.SetLabel(k->name + ": " + kernel_label(ks) + " | " + base->name + ": " + kernel_label(bs));
-
-  ComparisonRow row;
-  row.scenario = s.id;
-  row.summary = scenario_summary(s);
-  row.flops = s.flops();
-  row.samples = {ks.event_ms, bs.event_ms};
-  row.stop = to_string(m->stop);
-  row.loop_s = m->loop_s;
-  for (const auto& [name, value] : kf) {
-    if (name == "tracing_overhead_us") row.tracing_overhead_us = value;
-    if (name == "cupti_minus_event_us") row.cupti_minus_event_us = value;
-  }
   g_report.rows.push_back(std::move(row));
 }
 
@@ -255,6 +243,8 @@ int run(int argc, char** argv) {
     g_report.base = base->name;
     g_report.suite = suite->name;
     g_report.device = harness.device_name();
+    g_report.device_sm = harness.device_sm();
+    fill_versions(g_report);
     g_report.peak_tflops = peak;
     g_report.noise_target = opt.noise_target;
     g_report.resamples = opt.bootstrap_resamples;
@@ -300,9 +290,14 @@ int run(int argc, char** argv) {
       const SuiteSpeedup s = suite_speedup(g_report);
       std::cout << format_table(g_report, s) << std::flush;
       if (!opt.compare_out.empty()) {
-        std::ofstream f(opt.compare_out);
-        f << to_json(g_report, s);
-        if (!f.flush()) throw std::runtime_error("cannot write " + opt.compare_out);
+        // Through a rename, so a reader (the gate's report) never sees half a file.
+        const std::string tmp = opt.compare_out + ".tmp";
+        {
+          std::ofstream f(tmp);
+          f << to_json(g_report, s);
+          if (!f.flush()) throw std::runtime_error("cannot write " + tmp);
+        }
+        std::filesystem::rename(tmp, opt.compare_out);
       }
     }
   }
