@@ -1,0 +1,85 @@
+#!/usr/bin/env bash
+# Validates a GPU machine end to end in one call and writes every log and result under $1:
+# build, unit tests, every verify test, the gate (pass at a loose target, fail at a tight one,
+# fail on a broken candidate), the planted cheats, the sanitizers, and the benchmark figures.
+# Stages can be chosen: ci/gpu_validation.sh OUT [build unit verify gate adversarial sanitize bench]
+set -uo pipefail
+out=${1:?usage: ci/gpu_validation.sh OUT_DIR [stages...]}
+shift
+stages=${*:-build unit verify gate adversarial sanitize bench}
+mkdir -p "$out"
+cd "$(dirname "$0")/.."
+root=$PWD
+b=$root/build/gpu
+jobs=${ATTNGATE_CTEST_JOBS:-8}
+has() { [[ " $stages " == *" $1 "* ]]; }
+step() { printf '\n== %s (%s)\n' "$1" "$(date +%T)"; }
+summary() { grep -E "tests passed|tests failed|Total Test time" "$1" | tr '\n' ' '; echo; }
+
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,power.draw --format=csv >"$out/gpu.txt" 2>&1
+cat "$out/gpu.txt"
+
+if has build; then
+  step build
+  SECONDS=0
+  { cmake --preset gpu -G Ninja ${ATTNGATE_CMAKE_ARGS:-} && cmake --build --preset gpu; } >"$out/build.log" 2>&1 ||
+    { tail -40 "$out/build.log"; exit 1; }
+  echo "build ${SECONDS}s"
+fi
+cd "$b"
+if has unit; then
+  step unit
+  ctest -L unit -j "$jobs" >"$out/unit.log" 2>&1; summary "$out/unit.log"
+fi
+if has verify; then
+  step verify
+  SECONDS=0
+  ctest -L verify -j "$jobs" -V --timeout 900 >"$out/verify.log" 2>&1
+  echo "verify rc=$? ${SECONDS}s"; summary "$out/verify.log"
+  grep -A40 "tests FAILED" "$out/verify.log" | head -40
+fi
+if has gate; then
+  step "gate at target 0.97"
+  SECONDS=0
+  ATTNGATE_GEOMEAN_TARGET=0.97 ctest -L gate -j "$jobs" --output-on-failure >"$out/gate_097.log" 2>&1
+  echo "gate(0.97) rc=$? ${SECONDS}s"; summary "$out/gate_097.log"
+  cp gate/report.md "$out/gate_097_report.md"; cp gate/report.json "$out/gate_097_report.json"
+  step "gate at target 1.5"
+  ATTNGATE_GEOMEAN_TARGET=1.5 ctest -L gate -j "$jobs" >"$out/gate_150.log" 2>&1
+  echo "gate(1.5) rc=$?"; cp gate/report.md "$out/gate_150_report.md"
+  step "gate on a broken candidate (causal mask off)"
+  cp "$root/kernels/candidate/candidate.cu" "$out/candidate.orig"
+  python3 "$root/ci/break_candidate.py" "$root/kernels/candidate/candidate.cu"
+  cmake --build . >"$out/build_broken.log" 2>&1
+  ATTNGATE_GEOMEAN_TARGET=0.97 ctest -L gate -j "$jobs" >"$out/gate_broken.log" 2>&1
+  echo "gate(broken) rc=$?"; cp gate/report.md "$out/gate_broken_report.md"
+  cp "$out/candidate.orig" "$root/kernels/candidate/candidate.cu"
+  cmake --build . >>"$out/build_broken.log" 2>&1
+fi
+if has adversarial; then
+  step adversarial
+  SECONDS=0
+  ctest -L adversarial -j "$jobs" --output-on-failure >"$out/adversarial.log" 2>&1
+  echo "adversarial rc=$? ${SECONDS}s"; summary "$out/adversarial.log"
+fi
+if has sanitize; then
+  step sanitize
+  SECONDS=0
+  ctest -L sanitize -j 3 --output-on-failure >"$out/sanitize.log" 2>&1
+  echo "sanitize rc=$? ${SECONDS}s"; summary "$out/sanitize.log"
+fi
+if has bench; then
+  step "bench: A/A and initial vs candidate on the gate suite"
+  SECONDS=0
+  bench/attngate_bench --suite=gate --compare=initial,initial --compare_out="$out/aa_gate.json" >"$out/aa_gate.log" 2>&1
+  echo "A/A rc=$? ${SECONDS}s"; tail -3 "$out/aa_gate.log"
+  SECONDS=0
+  bench/attngate_bench --suite=gate --compare=candidate,initial --compare_out="$out/cand_gate.json" >"$out/cand_gate.log" 2>&1
+  echo "candidate vs initial rc=$? ${SECONDS}s"; tail -2 "$out/cand_gate.log"
+  bench/attngate_bench --suite=gate --benchmark_filter='^(initial|cudnn)/' --benchmark_out="$out/gate_bench.json" \
+    --benchmark_out_format=json >"$out/gate_bench.log" 2>&1
+  echo "gate bench rc=$?"
+  bench/attngate_bench --suite=prod --benchmark_filter='^(initial|cudnn)/' --benchmark_out="$out/prod_bench.json" \
+    --benchmark_out_format=json >"$out/prod_bench.log" 2>&1
+  echo "prod bench rc=$?"
+fi
