@@ -400,6 +400,55 @@ int cmd_gate(const Context& ctx, const GateOptions& o) {
   return e.record.verdict == "pass" ? kExitPass : kExitFail;
 }
 
+int cmd_report(const Context& ctx, ReportInputs in, const fs::path& build_dir, bool prepare) {
+  in = resolve_inputs(std::move(in), build_dir.empty() ? ctx.repo / "build" / "gpu" : build_dir);
+  in.repo = ctx.repo;
+  in.candidate = ctx.candidate;
+  if (in.scenarios_dir.empty()) in.scenarios_dir = ATTNGATE_HOOKS_SCENARIO_DIR;
+  auto& out = *ctx.out;
+  auto& err = *ctx.err;
+  try {
+    if (prepare) {
+      prepare_gate(in);
+      out << "attngate report --prepare: cleared the previous gate outcomes; marker " << in.started_after.string()
+          << "\n";
+      return kExitPass;
+    }
+    GateReportOutput r = build_gate_report(in);
+    write_gate_report(r, in.out_dir);
+    out << "attngate report: " << (r.pass ? "PASS" : "FAIL");
+    const auto& g = r.report["geomean"];
+    if (g.contains("speedup") && g["speedup"].is_number()) {
+      out << ", geomean " << fmt("%.4fx", g["speedup"].get<double>());
+      if (g["ci_low"].is_number() && g["ci_high"].is_number())
+        out << " CI [" << fmt("%.4f", g["ci_low"].get<double>()) << ", " << fmt("%.4f", g["ci_high"].get<double>())
+            << "]";
+    }
+    out << "; target " << fmt("%.4fx", r.report["target"]["geomean"].get<double>()) << " vs "
+        << r.report["target"]["baseline"].get<std::string>() << "\n";
+    for (const auto& reason : r.report["reasons"]) {
+      out << "  reason " << reason["code"].get<std::string>();
+      auto ids = reason["scenarios"].get<std::vector<std::string>>();
+      if (ids.size() > 6) {  // all of them are in the report
+        const std::size_t more = ids.size() - 5;
+        ids.resize(5);
+        ids.push_back("... " + std::to_string(more) + " more");
+      }
+      if (!ids.empty()) out << " [" << join(ids, ", ") << "]";
+      out << ": " << reason["detail"].get<std::string>() << "\n";
+    }
+    out << "  report: " << (in.out_dir / "report.md").string() << "\n"
+        << "  json: " << (in.out_dir / "report.json").string() << "\n";
+    return r.pass ? kExitPass : kExitFail;
+  } catch (const ReportConfigError& e) {
+    err << "attngate report: " << e.what() << "\n";
+    return kExitError;
+  } catch (const std::exception& e) {
+    err << "attngate report: " << e.what() << "\n";
+    return kExitError;
+  }
+}
+
 int cmd_history(const Context& ctx) {
   LineageContents c;
   try {

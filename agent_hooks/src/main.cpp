@@ -82,6 +82,30 @@ int main(int argc, char** argv) {
   auto* record = app.add_subcommand("record", "Append a lineage record from a report without running anything");
   record->add_option("--report", record_report, "Gate report (report.json)")->required()->check(CLI::ExistingFile);
 
+  ReportInputs report_in;
+  bool prepare = false;
+  std::string report_scenarios, results_dir, perf, out_dir, started_after, ctest_log_dir;
+  auto* report = app.add_subcommand(
+      "report", "Judge the outcomes of a gate run (runs nothing) and write <out-dir>/report.json and report.md; "
+                "exit 0 only on pass");
+  report->add_option("--build-dir", build_dir, "Build folder the paths below default into (default: <repo>/build/gpu)");
+  report->add_option("--suite", report_in.suite, "Suite judged (default gate)");
+  report->add_option("--scenarios", report_scenarios, "Directory of the YAML suites (default: the shipped scenarios/)");
+  report->add_option("--kernel", report_in.kernel, "Kernel under test (default: settings.candidate_kernel, else candidate)");
+  report->add_option("--baseline", report_in.baseline, "Baseline kernel (default: settings.baseline_kernel, else initial)");
+  report->add_option("--results-dir", results_dir, "Verify results (default: <build>/verify/results)");
+  report->add_option("--perf", perf, "Performance comparison JSON (default: <out-dir>/performance.json)");
+  report->add_option("--out-dir", out_dir, "Where report.json and report.md go (default: <build>/gate)");
+  report->add_option("--started-after", started_after,
+                     "Marker written when the gate started; older outcomes are stale (default: <out-dir>/started)");
+  report->add_option("--ctest-log-dir", ctest_log_dir,
+                     "CTest's Testing/Temporary, read to tell a timeout from a crash (default: <build>/Testing/Temporary)");
+  report->add_option("--verify-timeout", report_in.verify_timeout_s, "TIMEOUT of the verify tests, seconds");
+  report->add_option("--perf-timeout", report_in.perf_timeout_s, "TIMEOUT of gate.performance, seconds");
+  report->add_flag("--prepare", prepare,
+                   "gate.setup: delete this suite's results of the kernel, the performance JSON and the report, "
+                   "then write the marker");
+
   auto* stop_hook = app.add_subcommand("stop-hook", "Stop hook for agent runners: reads the runner's JSON on stdin, "
                                                     "runs the gate, exit 2 (refuse, reason on stderr) unless it passes");
   add_gate_options(stop_hook);
@@ -124,6 +148,15 @@ int main(int argc, char** argv) {
     if (*commit) return cmd_commit(ctx);
     if (*ask) return cmd_ask(ctx, trigger, ask_report.empty() ? std::nullopt : std::optional<fs::path>(ask_report));
     if (*record) return cmd_record(ctx, record_report);
+    if (*report) {
+      report_in.scenarios_dir = report_scenarios.empty() ? fs::path{} : fs::absolute(report_scenarios);
+      report_in.results_dir = results_dir.empty() ? fs::path{} : fs::absolute(results_dir);
+      report_in.perf = perf.empty() ? fs::path{} : fs::absolute(perf);
+      report_in.out_dir = out_dir.empty() ? fs::path{} : fs::absolute(out_dir);
+      report_in.started_after = started_after.empty() ? fs::path{} : fs::absolute(started_after);
+      report_in.ctest_log_dir = ctest_log_dir.empty() ? fs::path{} : fs::absolute(ctest_log_dir);
+      return cmd_report(ctx, report_in, go.build_dir, prepare);
+    }
     if (*stop_hook) {
       // Run by hand on a terminal there is no runner JSON to wait for.
       std::string input = ::isatty(0) ? std::string{} : std::string(std::istreambuf_iterator<char>(std::cin), {});

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "attngate/hooks/gate_report.hpp"
 #include "attngate/hooks/lineage.hpp"
 #include "attngate/hooks/report.hpp"
 
@@ -64,6 +65,10 @@ int cmd_record(const Context& ctx, const std::filesystem::path& report);
 int cmd_history(const Context& ctx);
 int cmd_commit(const Context& ctx);
 int cmd_ask(const Context& ctx, const std::string& trigger, const std::optional<std::filesystem::path>& report);
+// `attngate report`: judges the outcomes of a gate run and writes report.json/report.md (or, with
+// prepare, clears them and writes the start marker). Empty paths default under build_dir
+// (default <repo>/build/gpu). 0 pass (or prepared), 1 fail, 2 configuration error.
+int cmd_report(const Context& ctx, ReportInputs inputs, const std::filesystem::path& build_dir, bool prepare);
 // hook_input: the JSON the agent runner writes on stdin (may be empty).
 int cmd_stop_hook(const Context& ctx, const std::string& hook_input, const GateOptions& options);
 

@@ -1,0 +1,63 @@
+#pragma once
+// `attngate report`: the gate's last step. It runs nothing: it reads the outcomes the gate's tests
+// left in this run (one verify result per scenario, the performance comparison), judges them
+// against the suite's targets, adds provenance and tamper evidence, and writes
+// <out>/report.json (schema attngate.gate_report/1) and <out>/report.md. agent_hooks/README.md
+// states every rule.
+#include <filesystem>
+#include <optional>
+#include <stdexcept>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+namespace attngate::hooks {
+
+// A configuration the report cannot be judged under (bad target, unknown suite): exit 2, no report.
+class ReportConfigError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// Thresholds of the WALL_KERNEL_MISMATCH rule (README: "Reason codes").
+inline constexpr double kMismatchRatio = 1.5;        // clock / kernel time of the candidate above this
+inline constexpr double kMismatchExcessShare = 0.2;  // and its excess over the baseline's above this x kernel time
+inline constexpr double kMismatchExcessMinMs = 0.025;  // ... and above 25 µs
+
+struct ReportInputs {
+  std::filesystem::path repo;       // the checkout judged: commit, harness, candidate
+  std::filesystem::path candidate;  // source whose SHA-256 is recorded
+  std::string suite = "gate";
+  std::filesystem::path scenarios_dir;
+  std::string kernel;    // empty: settings.candidate_kernel, else "candidate"
+  std::string baseline;  // empty: settings.baseline_kernel, else "initial"
+  std::filesystem::path results_dir;  // verify.<kernel>.<scenario>.json
+  std::filesystem::path perf;         // attngate_bench --compare_out
+  std::filesystem::path out_dir;      // report.json, report.md
+  std::filesystem::path started_after;  // the marker gate.setup writes; older files are stale
+  std::filesystem::path ctest_log_dir;  // <build>/Testing/Temporary, to tell timeouts from crashes
+  double verify_timeout_s = 0;          // the TIMEOUT of the verify tests and of gate.performance
+  double perf_timeout_s = 0;
+};
+
+struct GateReportOutput {
+  nlohmann::json report;  // report.json
+  std::string markdown;   // report.md
+  bool pass = false;
+};
+
+// Reads the environment (ATTNGATE_GEOMEAN_TARGET, ATTNGATE_SCENARIO_FLOOR) and the files; throws
+// ReportConfigError for a configuration that cannot be judged.
+GateReportOutput build_gate_report(const ReportInputs& in);
+
+// report.json and report.md in out_dir, each through a rename.
+void write_gate_report(const GateReportOutput& out, const std::filesystem::path& out_dir);
+
+// gate.setup: removes the kernel's verify results for the suite, the performance JSON and the
+// report, then writes the marker (in that order, so nothing left behind is newer than it).
+void prepare_gate(const ReportInputs& in);
+
+// Fills in the defaults (suite settings, paths under the build folder) the CLI leaves empty.
+ReportInputs resolve_inputs(ReportInputs in, const std::filesystem::path& build_dir);
+
+}  // namespace attngate::hooks

@@ -1,0 +1,668 @@
+#include "attngate/hooks/gate_report.hpp"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <map>
+#include <sstream>
+
+#include "attngate/hooks/git.hpp"
+#include "attngate/hooks/harness.hpp"
+#include "attngate/hooks/lineage.hpp"
+#include "attngate/hooks/report.hpp"
+#include "attngate/hooks/sha256.hpp"
+#include "attngate/scenario.hpp"
+
+namespace attngate::hooks {
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace {
+
+constexpr const char* kVerifyResultSchema = "attngate.verify_result/1";
+
+std::string fmt(const char* f, double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, f, v);
+  return buf;
+}
+
+std::string join(const std::vector<std::string>& v, const std::string& sep) {
+  std::string out;
+  for (const auto& s : v) out += (out.empty() ? "" : sep) + s;
+  return out;
+}
+
+// A finite number at j[key], else nothing (absent, null, not a number).
+std::optional<double> num(const json& j, const char* key) {
+  if (!j.is_object()) return std::nullopt;
+  auto it = j.find(key);
+  if (it == j.end() || !it->is_number()) return std::nullopt;
+  const double v = it->get<double>();
+  return std::isfinite(v) ? std::optional<double>(v) : std::nullopt;
+}
+
+json opt_json(const std::optional<double>& v) { return v ? json(*v) : json(nullptr); }
+
+std::string str(const json& j, const char* key) {
+  if (!j.is_object()) return {};
+  auto it = j.find(key);
+  return it != j.end() && it->is_string() ? it->get<std::string>() : std::string{};
+}
+
+// "1.0" -> 1.0; anything else (empty, trailing text, NaN, out of range) is an error naming `what`.
+double parse_number(const std::string& what, const std::string& text, double min, bool min_inclusive) {
+  char* end = nullptr;
+  const double v = std::strtod(text.c_str(), &end);
+  const bool ok = !text.empty() && end && *end == '\0' && std::isfinite(v) && (min_inclusive ? v >= min : v > min);
+  if (!ok)
+    throw ReportConfigError(what + "='" + text + "' is not a " +
+                            (min_inclusive ? "non-negative" : "positive") + " number");
+  return v;
+}
+
+const Suite& find_suite(const std::vector<Suite>& suites, const std::string& name, const fs::path& dir) {
+  std::string known;
+  for (const auto& s : suites) {
+    if (s.name == name) return s;
+    known += (known.empty() ? "" : ", ") + s.name;
+  }
+  throw ReportConfigError("no suite '" + name + "' in " + dir.string() + " (have: " + known + ")");
+}
+
+std::vector<Suite> load_suites(const fs::path& dir) {
+  try {
+    return load_suite_dir(dir);
+  } catch (const std::exception& e) {
+    throw ReportConfigError(e.what());
+  }
+}
+
+std::string setting(const Suite& s, const std::string& key) {
+  auto it = s.settings.find(key);
+  return it == s.settings.end() ? std::string{} : it->second;
+}
+
+std::string kernel_of(const ReportInputs& in, const Suite& s) {
+  if (!in.kernel.empty()) return in.kernel;
+  std::string k = setting(s, "candidate_kernel");
+  return k.empty() ? "candidate" : k;
+}
+
+std::string baseline_of(const ReportInputs& in, const Suite& s) {
+  if (!in.baseline.empty()) return in.baseline;
+  std::string b = setting(s, "baseline_kernel");
+  return b.empty() ? "initial" : b;
+}
+
+fs::path result_file(const ReportInputs& in, const std::string& kernel, const std::string& id) {
+  return in.results_dir / ("verify." + kernel + "." + id + ".json");
+}
+
+std::optional<json> read_json(const fs::path& file, std::string* error) {
+  std::ifstream f(file);
+  if (!f) {
+    *error = "cannot read " + file.string();
+    return std::nullopt;
+  }
+  try {
+    return json::parse(f);
+  } catch (const json::exception& e) {
+    *error = file.string() + ": not JSON: " + e.what();
+    return std::nullopt;
+  }
+}
+
+// What CTest's running log (Testing/Temporary/LastTest.log[.tmp]) says about one test.
+struct LoggedTest {
+  double time_s = -1;
+  bool passed = false;
+  std::string last_output;  // last non-empty line the test printed
+};
+
+std::map<std::string, LoggedTest> parse_ctest_log(const std::string& text) {
+  std::map<std::string, LoggedTest> out;
+  std::istringstream in(text);
+  std::string line, current;
+  bool in_output = false;
+  while (std::getline(in, line)) {
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    if (in_output) {
+      if (line == "<end of output>") in_output = false;
+      else if (line.find_first_not_of(" \t") != std::string::npos && line.find_first_not_of('-') != std::string::npos)
+        out[current].last_output = line;
+      continue;
+    }
+    // "3/60 Test: verify.candidate.gate_x"
+    if (auto p = line.find(" Test: "); p != std::string::npos && line.find('/') < p && std::isdigit(line[0])) {
+      current = line.substr(p + 7);
+      out[current] = LoggedTest{};
+    } else if (current.empty()) {
+      continue;
+    } else if (line == "Output:") {
+      in_output = true;
+    } else if (line.rfind("Test time =", 0) == 0) {
+      out[current].time_s = std::strtod(line.c_str() + 11, nullptr);
+    } else if (line == "Test Passed.") {
+      out[current].passed = true;
+    }
+  }
+  return out;
+}
+
+// Accumulates reasons, one entry per code, scenarios in suite order.
+class Reasons {
+ public:
+  void add(const std::string& code, const std::string& scenario, const std::string& detail) {
+    for (auto& r : reasons_)
+      if (r.code == code) {
+        if (!scenario.empty()) r.scenarios.push_back(scenario);
+        return;
+      }
+    reasons_.push_back({code, scenario.empty() ? std::vector<std::string>{} : std::vector<std::string>{scenario}, detail});
+  }
+  bool empty() const { return reasons_.empty(); }
+  std::vector<Reason> done() const {
+    std::vector<Reason> out = reasons_;
+    for (auto& r : out)
+      if (r.scenarios.size() > 1) r.detail += " (the first of " + std::to_string(r.scenarios.size()) + ")";
+    return out;
+  }
+
+ private:
+  std::vector<Reason> reasons_;
+};
+
+// The candidate's or baseline's figures on one scenario, from the comparison's *_timing object.
+json timing_json(const json& t) {
+  json j = json::object();
+  for (const char* k : {"event_ms", "kernel_ms", "span_ms", "wall_ms", "cycles", "kernel_cycles", "tflops", "pct_peak",
+                        "memcpy_per_call", "memset_per_call", "sm_clock_mhz"})
+    j[k] = opt_json(num(t, k));
+  auto as_int = [&](const char* k) { return num(t, k) ? json(std::llround(*num(t, k))) : json(nullptr); };
+  j["kernel_count"] = as_int("kernels_per_call");
+  j["kernel_count_min"] = as_int("kernel_count_min");
+  j["kernel_count_max"] = as_int("kernel_count_max");
+  j["kernel_count_changed"] = t.is_object() && t.value("kernel_count_changed", false);
+  j["streams"] = as_int("streams");
+  j["foreign_stream_kernels"] = as_int("foreign_stream_kernels");
+  j["traced_calls"] = as_int("traced_samples");
+  j["held_timeouts"] = as_int("held_timeouts");
+  j["kernel_names"] = t.is_object() && t.contains("kernel_names") ? t["kernel_names"] : json::array();
+  return j;
+}
+
+// clock / kernel time of the candidate, and its excess over kernel time beyond the baseline's.
+struct Mismatch {
+  bool hit = false;
+  std::string detail;
+};
+
+Mismatch clock_mismatch(const json& cand, const json& base, const char* clock, const char* clock_name) {
+  auto ck = num(cand, "kernel_ms"), cx = num(cand, clock);
+  if (!ck || !cx || *ck <= 0) return {};
+  const double ratio = *cx / *ck;
+  const double excess = *cx - *ck;
+  double base_excess = 0;
+  if (auto bk = num(base, "kernel_ms"), bx = num(base, clock); bk && bx && *bk > 0) base_excess = *bx - *bk;
+  const double allowed = std::max(kMismatchExcessShare * *ck, kMismatchExcessMinMs);
+  if (ratio > kMismatchRatio && excess - base_excess > allowed)
+    return {true, std::string(clock_name) + " " + fmt("%.4f", *cx) + " ms is " + fmt("%.2f", ratio) +
+                      "x the CUPTI kernel time " + fmt("%.4f", *ck) + " ms; its excess " + fmt("%.4f", excess) +
+                      " ms exceeds the baseline's " + fmt("%.4f", base_excess) + " ms by more than " +
+                      fmt("%.4f", allowed) + " ms"};
+  return {};
+}
+
+std::string opt_fmt(const char* f, const std::optional<double>& v) { return v ? fmt(f, *v) : std::string("n/a"); }
+
+std::string pair_ms(const json& c, const json& b, const char* key) {
+  return opt_fmt("%.4f", num(c, key)) + " / " + opt_fmt("%.4f", num(b, key));
+}
+
+std::string markdown(const json& r, const Reasons& reasons) {
+  std::ostringstream md;
+  const bool pass = r["verdict"] == "pass";
+  const json& t = r["target"];
+  const json& g = r["geomean"];
+  md << "# attngate gate report: " << (pass ? "PASS" : "FAIL") << "\n\n";
+  md << "Kernel `" << str(t, "kernel") << "` against `" << str(t, "baseline") << "` on suite `" << str(r, "suite")
+     << "` (" << r["scenarios"].size() << " scenarios).\n\n";
+  md << "- geomean speedup (event time): **" << opt_fmt("%.4fx", num(g, "speedup")) << "**, 95% CI ["
+     << opt_fmt("%.4f", num(g, "ci_low")) << ", " << opt_fmt("%.4f", num(g, "ci_high")) << "]\n";
+  md << "- target: CI lower bound >= " << opt_fmt("%.4fx", num(t, "geomean")) << " (" << str(t, "geomean_source")
+     << "); scenario floor " << opt_fmt("%.4fx", num(t, "scenario_floor")) << " (" << str(t, "scenario_floor_source")
+     << ")\n";
+  md << "- geomean on CUPTI kernel time: " << opt_fmt("%.4fx", num(g, "kernel_speedup"))
+     << "; on wall time: " << opt_fmt("%.4fx", num(g, "wall_speedup")) << "\n\n";
+
+  md << "## Reasons\n\n";
+  if (reasons.empty()) md << "None: every check passed.\n";
+  for (const auto& reason : reasons.done()) {
+    md << "- **" << reason.code << "**";
+    if (!reason.scenarios.empty()) md << " [" << join(reason.scenarios, ", ") << "]";
+    if (!reason.detail.empty()) md << ": " << reason.detail;
+    md << "\n";
+  }
+
+  md << "\n## Scenarios\n\n"
+     << "Times are medians per call, candidate / baseline. Speedup: baseline event time / candidate event time, "
+        "95% bootstrap CI.\n\n"
+     << "| scenario | correct | O max err | speedup [95% CI] | event ms | kernel ms | wall ms | TFLOPS (% peak) | flags |\n"
+     << "| --- | --- | --- | --- | --- | --- | --- | --- | --- |\n";
+  for (const auto& s : r["scenarios"]) {
+    const json& c = s["candidate"];
+    const json& b = s["baseline"];
+    std::string correct = s["correct"].is_boolean() ? (s["correct"].get<bool>() ? "yes" : "**no**") : str(s, "status");
+    std::vector<std::string> flags = s["flags"].get<std::vector<std::string>>();
+    md << "| " << str(s, "id") << " | " << correct << " | " << opt_fmt("%.3g", num(s, "o_max_abs")) << " | "
+       << opt_fmt("%.4f", num(s, "speedup")) << " [" << opt_fmt("%.4f", num(s, "ci_low")) << ", "
+       << opt_fmt("%.4f", num(s, "ci_high")) << "] | " << pair_ms(c, b, "event_ms") << " | "
+       << pair_ms(c, b, "kernel_ms") << " | " << pair_ms(c, b, "wall_ms") << " | " << opt_fmt("%.1f", num(s, "tflops"))
+       << " (" << opt_fmt("%.1f%%", num(s, "percent_of_peak")) << ") | " << (flags.empty() ? "" : join(flags, ", "))
+       << " |\n";
+  }
+
+  const json& p = r["provenance"];
+  const json& clock = p.contains("sm_clock") ? p["sm_clock"] : json::object();
+  md << "\n## Provenance\n\n";
+  md << "- GPU: " << (str(p, "gpu").empty() ? "unknown" : str(p, "gpu")) << "; driver "
+     << (str(p, "driver").empty() ? "unknown" : str(p, "driver")) << " (CUDA " << str(p, "cuda_driver")
+     << "); CUDA runtime " << (str(p, "cuda").empty() ? "unknown" : str(p, "cuda")) << "\n";
+  md << "- SM clock: median " << opt_fmt("%.0f", num(p, "sm_clock_mhz")) << " MHz over the scenarios' medians ("
+     << opt_fmt("%.0f", num(clock, "lowest_median_mhz")) << " to " << opt_fmt("%.0f", num(clock, "highest_median_mhz"))
+     << "), lowest reading " << opt_fmt("%.0f", num(clock, "min_mhz")) << ", device maximum "
+     << opt_fmt("%.0f", num(clock, "device_max_mhz")) << "; throttle reasons 0x";
+  {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%llx", static_cast<unsigned long long>(num(clock, "event_reasons").value_or(0)));
+    md << buf;
+  }
+  md << "\n";
+  md << "- attngate commit: " << (str(p, "attngate_commit").empty() ? "unknown" : str(p, "attngate_commit"))
+     << (p.value("attngate_dirty", false) ? " (working tree differs from it)" : "") << "\n";
+  md << "- candidate: `" << str(p, "candidate") << "`, sha256 " << str(p, "candidate_sha256") << "\n";
+  const json& h = r["harness"];
+  md << "- harness: ";
+  if (!h.value("verified", false)) md << "not verified: " << str(h, "why");
+  else if (h["modified"].empty()) md << "identical to the commit";
+  else md << "**modified**: " << join(h["modified"].get<std::vector<std::string>>(), ", ");
+  md << " (" << h["sha256"].size() << " files hashed, in report.json)\n";
+  if (auto seed = str(p, "base_seed"); !seed.empty())
+    md << "- verify base seed: " << seed << " (replay with `ATTNGATE_SEED=" << seed << "`)\n";
+  md << "- gate wall time: " << opt_fmt("%.1f s", num(r, "wall_s")) << "\n";
+  return md.str();
+}
+
+void write_atomically(const fs::path& file, const std::string& text) {
+  const fs::path tmp = file.string() + ".tmp." + std::to_string(::getpid());
+  {
+    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
+    f << text;
+    if (!f.flush()) throw std::runtime_error("cannot write " + tmp.string());
+  }
+  fs::rename(tmp, file);
+}
+
+}  // namespace
+
+ReportInputs resolve_inputs(ReportInputs in, const fs::path& build_dir) {
+  if (in.results_dir.empty()) in.results_dir = build_dir / "verify" / "results";
+  if (in.out_dir.empty()) in.out_dir = build_dir / "gate";
+  if (in.perf.empty()) in.perf = in.out_dir / "performance.json";
+  if (in.started_after.empty()) in.started_after = in.out_dir / "started";
+  if (in.ctest_log_dir.empty()) in.ctest_log_dir = build_dir / "Testing" / "Temporary";
+  return in;
+}
+
+void prepare_gate(const ReportInputs& in) {
+  const auto suites = load_suites(in.scenarios_dir);
+  const Suite& suite = find_suite(suites, in.suite, in.scenarios_dir);
+  const std::string kernel = kernel_of(in, suite);
+  std::error_code ec;
+  for (const auto& s : suite.scenarios) fs::remove(result_file(in, kernel, s.id), ec);
+  for (const fs::path& f : {in.perf, in.out_dir / "report.json", in.out_dir / "report.md"}) fs::remove(f, ec);
+  fs::create_directories(in.out_dir, ec);
+  fs::create_directories(in.started_after.parent_path(), ec);
+  std::ofstream marker(in.started_after, std::ios::trunc);
+  marker << "attngate gate started " << now_iso8601() << "\n";
+  if (!marker.flush()) throw std::runtime_error("cannot write " + in.started_after.string());
+}
+
+GateReportOutput build_gate_report(const ReportInputs& in) {
+  const auto suites = load_suites(in.scenarios_dir);
+  const Suite& suite = find_suite(suites, in.suite, in.scenarios_dir);
+  const std::string kernel = kernel_of(in, suite);
+  const std::string baseline = baseline_of(in, suite);
+  const std::string suite_file = fs::path(suite.file).filename().string();
+
+  // Targets: the suite's settings, overridden by the environment.
+  json target = {{"kernel", kernel}, {"baseline", baseline}};
+  double geomean_target = 0, floor = 0;
+  if (const char* env = std::getenv("ATTNGATE_GEOMEAN_TARGET"); env && *env) {
+    geomean_target = parse_number("ATTNGATE_GEOMEAN_TARGET", env, 0, false);
+    target["geomean_source"] = "ATTNGATE_GEOMEAN_TARGET";
+  } else if (auto v = setting(suite, "geomean_target"); !v.empty()) {
+    geomean_target = parse_number(suite_file + " settings.geomean_target", v, 0, false);
+    target["geomean_source"] = suite_file + " settings.geomean_target";
+  } else {
+    throw ReportConfigError("no geomean target: set settings.geomean_target in " + suite.file +
+                            " or ATTNGATE_GEOMEAN_TARGET");
+  }
+  if (const char* env = std::getenv("ATTNGATE_SCENARIO_FLOOR"); env && *env) {
+    floor = parse_number("ATTNGATE_SCENARIO_FLOOR", env, 0, true);
+    target["scenario_floor_source"] = "ATTNGATE_SCENARIO_FLOOR";
+  } else if (auto v = setting(suite, "scenario_floor"); !v.empty()) {
+    floor = parse_number(suite_file + " settings.scenario_floor", v, 0, true);
+    target["scenario_floor_source"] = suite_file + " settings.scenario_floor";
+  } else {
+    target["scenario_floor_source"] = "none (no settings.scenario_floor)";
+  }
+  target["geomean"] = geomean_target;
+  target["scenario_floor"] = floor;
+  target["rule"] = "geomean CI lower bound >= geomean; every scenario's speedup >= scenario_floor";
+
+  // Freshness: only files written after gate.setup's marker belong to this run.
+  std::error_code ec;
+  std::optional<fs::file_time_type> started;
+  if (auto t = fs::last_write_time(in.started_after, ec); !ec) started = t;
+  const std::string stale_note =
+      started ? std::string{} : " (no marker " + in.started_after.string() + ": gate.setup did not run, so no file counts as fresh)";
+  auto fresh = [&](const fs::path& f) {
+    std::error_code e;
+    auto t = fs::last_write_time(f, e);
+    return !e && started && t >= *started;
+  };
+
+  std::map<std::string, LoggedTest> logged;
+  for (const char* name : {"LastTest.log.tmp", "LastTest.log"}) {
+    const fs::path log = in.ctest_log_dir / name;
+    if (in.ctest_log_dir.empty() || !fresh(log)) continue;
+    if (auto text = read_file(log)) {
+      logged = parse_ctest_log(*text);
+      break;
+    }
+  }
+  // Why a test left no outcome: a timeout when CTest's log says it ran as long as its limit.
+  auto missing = [&](const std::string& test, double timeout_s, const std::string& what) -> std::pair<std::string, std::string> {
+    auto it = logged.find(test);
+    if (it == logged.end())
+      return {"TEST_CRASHED", what + ": " + test + " did not run in this ctest run, or died before writing it" + stale_note};
+    const LoggedTest& l = it->second;
+    if (timeout_s > 0 && l.time_s >= 0.99 * timeout_s)
+      return {"TEST_TIMEOUT", what + ": " + test + " ran " + fmt("%.0f", l.time_s) + " s, its timeout is " +
+                                  fmt("%.0f", timeout_s) + " s"};
+    if (l.last_output.find("SKIPPED") != std::string::npos)
+      return {"TEST_CRASHED", what + ": " + test + " was skipped: " + l.last_output.substr(0, 300)};
+    std::string d = what + ": " + test + " ended after " + fmt("%.1f", std::max(l.time_s, 0.0)) + " s without writing it";
+    if (!l.last_output.empty()) d += "; its last output: " + l.last_output.substr(0, 300);
+    return {"TEST_CRASHED", d};
+  };
+
+  Reasons reasons;
+  json scenarios = json::array();
+  std::string base_seed;
+  bool any_no_device = false;
+  std::string no_device_detail;
+
+  // Correctness: one verify result per scenario.
+  for (const auto& s : suite.scenarios) {
+    json row = {{"id", s.id}, {"shape", scenario_summary(s)}};
+    const fs::path file = result_file(in, kernel, s.id);
+    const std::string test = "verify." + kernel + "." + s.id;
+    std::string err;
+    std::optional<json> res;
+    if (!fs::exists(file)) {
+      row["status"] = "missing";
+      auto [code, detail] = missing(test, in.verify_timeout_s, "no result " + file.filename().string());
+      reasons.add(code, s.id, detail);
+    } else if (!fresh(file)) {
+      row["status"] = "stale";
+      reasons.add("TEST_CRASHED", s.id, file.string() + " is older than this gate run: the test did not run" + stale_note);
+    } else if (!(res = read_json(file, &err)) || str(*res, "schema") != kVerifyResultSchema) {
+      row["status"] = "unreadable";
+      reasons.add("TEST_CRASHED", s.id, err.empty() ? file.string() + ": not a " + kVerifyResultSchema : err);
+    } else {
+      const json& r = *res;
+      const std::string status = str(r, "status");
+      row["status"] = status;
+      if (base_seed.empty()) base_seed = str(r, "base_seed");
+      std::optional<double> o_max, lse_max;
+      std::string first_reason;
+      if (r.contains("runs") && r["runs"].is_array()) {
+        for (const auto& run : r["runs"]) {
+          if (auto v = num(run.value("o", json::object()), "max_abs")) o_max = std::max(o_max.value_or(0), *v);
+          if (auto v = num(run.value("lse", json::object()), "max_abs")) lse_max = std::max(lse_max.value_or(0), *v);
+          if (first_reason.empty() && !run.value("pass", true)) {
+            first_reason = str(run, "distribution") + ": ";
+            const auto& rs = run.value("reasons", json::array());
+            first_reason += !rs.empty() && rs[0].is_string() ? rs[0].get<std::string>() : std::string("failed");
+          }
+        }
+      }
+      row["o_max_abs"] = opt_json(o_max);
+      row["lse_max_abs"] = opt_json(lse_max);
+      if (!str(r, "base_seed").empty()) row["base_seed"] = str(r, "base_seed");
+      if (status == "passed") {
+        row["correct"] = true;
+      } else if (status == "failed") {
+        row["correct"] = false;
+        reasons.add("CORRECTNESS_FAILED", s.id,
+                    s.id + " (" + (first_reason.empty() ? std::string("see the test output") : first_reason) +
+                        "); replay: ATTNGATE_SEED=" + str(r, "base_seed") + " ctest -R '" + test + "$'");
+      } else if (status == "skipped") {
+        reasons.add("TEST_SKIPPED", s.id, test + " was skipped: " + str(r, "detail"));
+        if (str(r, "detail").find("CUDA device") != std::string::npos && !any_no_device) {
+          any_no_device = true;
+          no_device_detail = str(r, "detail");
+        }
+      } else if (status == "error") {
+        reasons.add("TEST_CRASHED", s.id, test + " threw: " + str(r, "detail"));
+      } else {
+        reasons.add("TEST_CRASHED", s.id, test + " wrote an unknown status '" + status + "'");
+      }
+    }
+    scenarios.push_back(std::move(row));
+  }
+  if (any_no_device) reasons.add("NO_DEVICE", "", no_device_detail + " (gate.device fails for the same reason)");
+
+  // Performance: the comparison of kernel against baseline, interleaved, on every scenario.
+  json geomean = json::object();
+  json perf_info = json::object();
+  std::string perr;
+  std::optional<json> perf;
+  bool perf_complete = false;
+  if (!fs::exists(in.perf)) {
+    auto [code, detail] = missing("gate.performance", in.perf_timeout_s, "no " + in.perf.string());
+    reasons.add(code == "TEST_TIMEOUT" ? code : "NO_PERF", "", detail);
+  } else if (!fresh(in.perf)) {
+    reasons.add("NO_PERF", "", in.perf.string() + " is older than this gate run: gate.performance did not run" + stale_note);
+  } else if (!(perf = read_json(in.perf, &perr))) {
+    reasons.add("NO_PERF", "", perr);
+  } else if (str(*perf, "kernel") != kernel || str(*perf, "base") != baseline) {
+    reasons.add("NO_PERF", "", in.perf.string() + " compares " + str(*perf, "kernel") + " against " +
+                                   str(*perf, "base") + "; the gate needs " + kernel + " against " + baseline);
+    perf.reset();
+  }
+  if (perf) {
+    const json& P = *perf;
+    std::map<std::string, const json*> by_id;
+    if (P.contains("scenarios") && P["scenarios"].is_array())
+      for (const auto& ps : P["scenarios"]) by_id[str(ps, "id")] = &ps;
+    std::map<std::string, std::string> failed;
+    if (P.contains("failed") && P["failed"].is_array())
+      for (const auto& f : P["failed"]) failed[str(f, "id")] = str(f, "error");
+    perf_complete = true;
+    for (auto& row : scenarios) {
+      const std::string id = row["id"];
+      auto it = by_id.find(id);
+      if (it == by_id.end()) {
+        perf_complete = false;
+        auto f = failed.find(id);
+        reasons.add("NO_PERF", id, f != failed.end() ? id + " was not timed: " + f->second
+                                                     : id + " is missing from " + in.perf.filename().string());
+        continue;
+      }
+      const json& ps = *it->second;
+      const json cand = timing_json(ps.value("kernel_timing", json::object()));
+      const json base = timing_json(ps.value("base_timing", json::object()));
+      row["speedup"] = opt_json(num(ps, "speedup"));
+      const json ci = ps.value("speedup_ci95", json::array());
+      row["ci_low"] = ci.size() == 2 && ci[0].is_number() ? ci[0] : json(nullptr);
+      row["ci_high"] = ci.size() == 2 && ci[1].is_number() ? ci[1] : json(nullptr);
+      row["kernel_speedup"] = opt_json(num(ps, "kernel_speedup"));
+      row["wall_speedup"] = opt_json(num(ps, "wall_speedup"));
+      row["tflops"] = cand["tflops"];
+      row["percent_of_peak"] = cand["pct_peak"];
+      row["calls"] = ps.value("calls", 0);
+      row["candidate"] = cand;
+      row["baseline"] = base;
+
+      std::vector<std::string> flags;
+      auto flag = [&](const std::string& code, const std::string& detail, bool failure = true) {
+        flags.push_back(code);
+        if (failure) reasons.add(code, id, id + ": " + detail);
+      };
+      if (auto sp = num(ps, "speedup"); sp && *sp < floor)
+        flag("SCENARIO_BELOW_FLOOR", "speedup " + fmt("%.4f", *sp) + " < floor " + fmt("%.4f", floor));
+      const auto foreign = num(cand, "foreign_stream_kernels").value_or(0);
+      const auto streams = num(cand, "streams").value_or(0);
+      if (foreign > 0 || streams > 1)
+        flag("SIDE_STREAM_WORK", fmt("%.0f", foreign) + " kernel(s) over the traced calls ran on a stream other than "
+                                 "the harness stream; " + fmt("%.0f", streams) + " stream(s) used (baseline: " +
+                                 fmt("%.0f", num(base, "foreign_stream_kernels").value_or(0)) + " such kernels)");
+      if (cand["kernel_count_changed"].get<bool>())
+        flag("KERNEL_COUNT_CHANGED", "kernels per call varied from " + cand["kernel_count_min"].dump() + " to " +
+                                         cand["kernel_count_max"].dump() + " between traced calls (baseline: " +
+                                         base["kernel_count_min"].dump() + " to " + base["kernel_count_max"].dump() + ")");
+      if (auto k = num(cand, "kernel_ms"); !k || *k <= 0) {
+        flag("WALL_KERNEL_MISMATCH", "CUPTI recorded no kernel time for the candidate's traced calls");
+      } else {
+        for (const auto& [clock, name] : {std::pair{"event_ms", "event time"}, std::pair{"wall_ms", "wall time"}}) {
+          Mismatch m = clock_mismatch(cand, base, clock, name);
+          if (m.hit) {
+            flag("WALL_KERNEL_MISMATCH", m.detail);
+            break;
+          }
+        }
+      }
+      if (num(cand, "memcpy_per_call").value_or(0) > num(base, "memcpy_per_call").value_or(0))
+        flag("MEMCPY_IN_CALL", fmt("%.2f", num(cand, "memcpy_per_call").value_or(0)) +
+                                   " memcpy per timed call (baseline: " +
+                                   fmt("%.2f", num(base, "memcpy_per_call").value_or(0)) + ")");
+      if (num(cand, "memset_per_call").value_or(0) > num(base, "memset_per_call").value_or(0))
+        flag("MEMSET_IN_CALL", "", /*failure=*/false);
+      row["flags"] = flags;
+    }
+    geomean = {{"speedup", opt_json(num(P, "geomean_speedup"))},
+               {"ci_low", nullptr},
+               {"ci_high", nullptr},
+               {"kernel_speedup", opt_json(num(P, "geomean_kernel_speedup"))},
+               {"wall_speedup", opt_json(num(P, "geomean_wall_speedup"))},
+               {"scenarios", P.contains("scenarios") ? P["scenarios"].size() : 0},
+               {"bootstrap_resamples", P.value("bootstrap_resamples", 0)}};
+    if (const json ci = P.value("geomean_ci95", json::array()); ci.size() == 2 && ci[0].is_number() && ci[1].is_number()) {
+      geomean["ci_low"] = ci[0];
+      geomean["ci_high"] = ci[1];
+    }
+    if (perf_complete) {
+      auto lo = num(geomean, "ci_low");
+      if (!lo)
+        reasons.add("GEOMEAN_BELOW_TARGET", "", "the comparison has no confidence interval of the geomean");
+      else if (*lo < geomean_target)
+        reasons.add("GEOMEAN_BELOW_TARGET", "",
+                    "geomean " + opt_fmt("%.4f", num(geomean, "speedup")) + ", 95% CI [" + fmt("%.4f", *lo) + ", " +
+                        opt_fmt("%.4f", num(geomean, "ci_high")) + "]: the lower bound " + fmt("%.4f", *lo) +
+                        " does not clear the target " + fmt("%.4f", geomean_target));
+    }
+    perf_info = {{"file", in.perf.string()}, {"wall_s", opt_json(num(P, "wall_s"))},
+                 {"noise_target", opt_json(num(P, "noise_target"))}};
+  }
+  for (auto& row : scenarios) {
+    if (!row.contains("flags")) row["flags"] = json::array();
+    if (!row.contains("candidate")) row["candidate"] = json::object();
+    if (!row.contains("baseline")) row["baseline"] = json::object();
+  }
+
+  // Provenance and tamper evidence.
+  json prov = json::object();
+  if (perf) {
+    const json& P = *perf;
+    prov["gpu"] = str(P, "device");
+    prov["device_sm"] = P.value("device_sm", 0);
+    prov["driver"] = str(P, "driver_version");
+    prov["cuda_driver"] = str(P, "cuda_driver_version");
+    prov["cuda"] = str(P, "cuda_runtime_version");
+    prov["peak_tflops"] = opt_json(num(P, "peak_tflops"));
+    if (P.contains("sm_clock")) {
+      prov["sm_clock"] = P["sm_clock"];
+      prov["sm_clock_mhz"] = opt_json(num(P["sm_clock"], "median_mhz"));
+    }
+  }
+  std::error_code rel_ec;
+  std::string cand_rel = fs::relative(in.candidate, in.repo, rel_ec).generic_string();
+  if (rel_ec || cand_rel.empty()) cand_rel = in.candidate.string();
+  GitState git = git_state(in.repo, cand_rel);
+  prov["attngate_commit"] = git.commit;
+  prov["attngate_dirty"] = git.dirty;
+  prov["candidate"] = cand_rel;
+  prov["candidate_sha256"] = sha256_file(in.candidate).value_or("");
+  if (!base_seed.empty()) prov["base_seed"] = base_seed;
+  if (prov["candidate_sha256"] == "")
+    reasons.add("TEST_CRASHED", "", "cannot read the candidate source " + in.candidate.string());
+
+  std::vector<std::string> excluded = {"kernels/" + kernel};
+  if (cand_rel.rfind("../", 0) != 0 && fs::path(cand_rel).has_parent_path())
+    excluded.push_back(fs::path(cand_rel).parent_path().generic_string());
+  HarnessCheck h = check_harness(in.repo, excluded);
+  json harness = {{"verified", h.verified}, {"why", h.why}, {"modified", h.modified}, {"sha256", h.sha256},
+                  {"excluded", excluded}, {"roots", harness_roots()}};
+  if (!h.verified) {
+    reasons.add("HARNESS_UNVERIFIED", "", h.why);
+  } else if (!h.modified.empty()) {
+    std::vector<std::string> first(h.modified.begin(), h.modified.begin() + std::min<std::size_t>(h.modified.size(), 8));
+    reasons.add("HARNESS_MODIFIED", "", std::to_string(h.modified.size()) + " harness file(s) differ from commit " +
+                                            git.commit.substr(0, 12) + ": " + join(first, ", ") +
+                                            (h.modified.size() > first.size() ? ", ..." : ""));
+  }
+
+  json report = {{"schema", kReportSchema}, {"verdict", reasons.empty() ? "pass" : "fail"}};
+  json rj = json::array();
+  for (const auto& r : reasons.done()) rj.push_back(r);
+  report["reasons"] = rj;
+  report["suite"] = suite.name;
+  report["target"] = target;
+  report["geomean"] = geomean;
+  report["scenarios"] = scenarios;
+  report["provenance"] = prov;
+  report["harness"] = harness;
+  report["performance"] = perf_info;
+  report["inputs"] = {{"results_dir", in.results_dir.string()}, {"perf", in.perf.string()},
+                      {"started_after", in.started_after.string()}, {"scenarios_dir", in.scenarios_dir.string()}};
+  report["time"] = now_iso8601();
+  if (started) {
+    const auto age = fs::file_time_type::clock::now() - *started;
+    report["wall_s"] = std::chrono::duration<double>(age).count();
+  } else {
+    report["wall_s"] = nullptr;
+  }
+
+  GateReportOutput out;
+  out.pass = reasons.empty();
+  out.markdown = markdown(report, reasons);
+  out.report = std::move(report);
+  return out;
+}
+
+void write_gate_report(const GateReportOutput& out, const fs::path& out_dir) {
+  fs::create_directories(out_dir);
+  write_atomically(out_dir / "report.json", out.report.dump(1) + "\n");
+  write_atomically(out_dir / "report.md", out.markdown);
+}
+
+}  // namespace attngate::hooks
