@@ -362,11 +362,22 @@ EvaluationInput run_gate(const Context& ctx, const GateOptions& o, const std::st
   auto ctest_result = run_process(ctest, ro);
   in.ctest_exit = ctest_result.exit_code;
 
-  std::error_code ec;
+  // Fresh means written by this run's gate: after its gate.setup wrote the start marker, which
+  // itself must be newer than this command (the same marker `attngate report --started-after`
+  // judges the gate's other outputs by).
+  std::error_code ec, marker_ec;
   auto written = fs::last_write_time(report_path, ec);
+  auto marker = fs::last_write_time(gate_dir / "started", marker_ec);
   if (ec || written < started) {
     in.report = synthesized_failure("NO_REPORT", "ctest -L gate exited " + std::to_string(ctest_result.exit_code) +
                                                      " without writing " + report_path.string() + where);
+    return in;
+  }
+  if (marker_ec || marker < started || written < marker) {
+    in.report = synthesized_failure(
+        "NO_REPORT", "the report was not written after this run's gate.setup (marker " + (gate_dir / "started").string() +
+                         (marker_ec ? " missing" : marker < started ? " older than this run" : " newer than the report") +
+                         "): was gate.setup filtered out? ctest exited " + std::to_string(ctest_result.exit_code) + where);
     return in;
   }
   try {

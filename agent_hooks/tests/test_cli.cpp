@@ -76,8 +76,9 @@ TEST(Cli, AskPrintsAQuestion) {
   EXPECT_NE(r.out.find('?'), std::string::npos) << r.out;
 }
 
-// A stand-in for the GPU gate: a CMake project whose only `gate` test copies a prepared report
-// into <build>/gate/report.json (or writes nothing, or fails).
+// A stand-in for the GPU gate: a CMake project whose `gate` tests write the start marker (as the
+// real gate.setup does), then copy a prepared report into <build>/gate/report.json (or write
+// nothing, or fail).
 class FakeGate : public ::testing::Test {
  protected:
   test::Sandbox sb{/*with_git=*/true};
@@ -88,9 +89,11 @@ class FakeGate : public ::testing::Test {
                      "cmake_minimum_required(VERSION 3.20)\n"
                      "project(fake_gate NONE)\n"
                      "enable_testing()\n"
+                     "add_test(NAME gate.setup COMMAND ${CMAKE_COMMAND} -E touch ${CMAKE_BINARY_DIR}/gate/started)\n"
                      "add_test(NAME gate.fake COMMAND ${CMAKE_COMMAND} -DOUT=${CMAKE_BINARY_DIR}/gate/report.json\n"
                      "         -DIN=${CMAKE_SOURCE_DIR}/next_report.json -P ${CMAKE_SOURCE_DIR}/gate.cmake)\n"
-                     "set_tests_properties(gate.fake PROPERTIES LABELS gate)\n");
+                     "set_tests_properties(gate.setup PROPERTIES LABELS gate)\n"
+                     "set_tests_properties(gate.fake PROPERTIES LABELS gate DEPENDS gate.setup)\n");
     // The test passes iff the prepared report says pass, as the real gate does.
     test::write_file(sb.dir / "fake" / "gate.cmake",
                      "if(EXISTS ${IN})\n"
@@ -132,8 +135,13 @@ TEST_F(FakeGate, GateExitCodesFollowTheReport) {
   r = attngate(sb, {"gate", "--quiet", "--ctest-args=-R 'no such test'"});
   EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
   EXPECT_NE(r.out.find("NO_REPORT"), std::string::npos) << r.out;
-  r = attngate(sb, {"gate", "--quiet", "--", "-R", "gate.fake"});
+  r = attngate(sb, {"gate", "--quiet", "--", "-R", "gate.(setup|fake)"});
   EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  // A report written without this run's gate.setup (its marker is older than the run) is stale too.
+  r = attngate(sb, {"gate", "--quiet", "--", "-R", "gate.fake"});
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  EXPECT_NE(r.out.find("reason NO_REPORT: the report was not written after this run's gate.setup"), std::string::npos)
+      << r.out;
 
   // A target the gate did not apply cannot pass.
   r = attngate(sb, {"gate", "--quiet", "--target", "1.5"});
@@ -141,7 +149,7 @@ TEST_F(FakeGate, GateExitCodesFollowTheReport) {
   EXPECT_NE(r.out.find("TARGET_NOT_APPLIED"), std::string::npos) << r.out;
 
   auto c = Lineage(sb.ctx.lineage).read();
-  ASSERT_EQ(c.records.size(), 6u);
+  ASSERT_EQ(c.records.size(), 7u);
   EXPECT_EQ(*c.records[2].ctest_exit, 8);
   EXPECT_EQ(c.records[0].source, "gate");
 }
