@@ -35,6 +35,11 @@ struct Options {
   std::filesystem::path scenario_dir = ATTNGATE_DEFAULT_SCENARIO_DIR;
   std::string emit_ctest;
   std::string emit_exe;
+  // The gate tests (emitted when the suites include `gate`) run these; CMake passes them.
+  std::string emit_bench;      // attngate_bench
+  std::string emit_attngate;   // agent_hooks' attngate
+  std::string emit_build_dir;  // the build tree: <build>/gate holds the performance JSON and the report
+  std::string emit_source_dir; // the repository the report hashes (commit, candidate, harness)
   std::string initial = "initial";
   std::filesystem::path results_dir;  // one JSON per test when set (the gate reads them)
   int require_device = 0;             // > 0: only check for a device of this compute capability
@@ -160,7 +165,18 @@ struct Generated {
   std::string gtest_name;  // Suite.Test for --gtest_filter
   std::string ctest_name;
   std::vector<std::string> labels;
+  bool gate = false;  // the kernel under test on the gate suite
 };
+
+// The gate suite names the kernel it judges and the one it times it against.
+std::string gate_kernel(const Suite& gate) {
+  auto it = gate.settings.find("candidate_kernel");
+  return it == gate.settings.end() || it->second.empty() ? "candidate" : it->second;
+}
+std::string gate_baseline(const Suite& gate) {
+  auto it = gate.settings.find("baseline_kernel");
+  return it == gate.settings.end() || it->second.empty() ? "initial" : it->second;
+}
 
 // The reference kernel is proven against Eigen, which only the smoke suite is small enough for.
 bool wanted(const KernelInfo& k, const Suite& suite, const Scenario& s) {
@@ -179,8 +195,12 @@ std::vector<Generated> register_tests(const Options& opt) {
                               [name = k->name, init = opt.initial, s, tol = suite.tolerance]() -> testing::Test* {
                                 return new VerifyTest(name, init, s, tol);
                               });
-        Generated g{k->name + "." + s.id, "verify." + k->name + "." + s.id, {"gpu", "verify", suite.name}};
-        if (suite.name == "gate" && k->name == "candidate") g.labels.push_back("gate");
+        // `ctest -L gate` is the gate's stop condition, so the label `gate` (which is also the gate
+        // suite's name) goes to the gate's own tests only: the kernel under test on that suite.
+        // Other kernels' tests on it are selected by name (-R 'verify\.initial\.gate_').
+        Generated g{k->name + "." + s.id, "verify." + k->name + "." + s.id, {"gpu", "verify"}};
+        g.gate = suite.name == "gate" && k->name == gate_kernel(suite);
+        if (suite.name != "gate" || g.gate) g.labels.push_back(suite.name);
         out.push_back(std::move(g));
       }
     }
@@ -188,19 +208,98 @@ std::vector<Generated> register_tests(const Options& opt) {
   return out;
 }
 
+// Timeouts of the gate's tests; the report is told them so it can tell a timeout from a crash.
+constexpr int kVerifyTimeoutS = 900;
+constexpr int kPerfTimeoutS = 1800;
+
+std::string join(const std::vector<std::string>& v) {
+  std::string out;
+  for (const auto& x : v) out += (out.empty() ? "" : ";") + x;
+  return out;
+}
+
 void emit_ctest(const Options& opt, const std::vector<Generated>& tests) {
   std::ofstream f(opt.emit_ctest);
   if (!f) throw std::runtime_error("cannot write " + opt.emit_ctest);
   auto quoted = [](const std::string& s) { return "[==[" + s + "]==]"; };
-  for (const auto& t : tests) {
-    std::string labels;
-    for (const auto& l : t.labels) labels += (labels.empty() ? "" : ";") + l;
-    f << "add_test(" << quoted(t.ctest_name) << " " << quoted(opt.emit_exe) << " "
-      << quoted("--gtest_filter=" + t.gtest_name) << " " << quoted("--scenarios=" + opt.scenario_dir.string());
-    if (!opt.results_dir.empty()) f << " " << quoted("--results-dir=" + opt.results_dir.string());
+  auto add_test = [&](const std::string& name, const std::vector<std::string>& argv) {
+    f << "add_test(" << quoted(name);
+    for (const auto& a : argv) f << " " << quoted(a);
     f << ")\n";
-    f << "set_tests_properties(" << quoted(t.ctest_name) << " PROPERTIES LABELS " << quoted(labels)
-      << " SKIP_REGULAR_EXPRESSION [==[\\[  SKIPPED \\]]==] TIMEOUT 900)\n";
+  };
+
+  // The gate (agent_hooks/README.md): one CTest run of `-L gate` verifies the kernel under test on
+  // the gate suite, times it against the baseline and writes the report. Every gate test is
+  // defined here, in one directory, so DEPENDS orders them: gate.setup first (clears the previous
+  // run's outcomes, writes the marker that makes older files stale), gate.performance after the
+  // verify tests and alone on the machine, gate.report last.
+  const Suite* gate = nullptr;
+  const auto suites = load_suite_dir(opt.scenario_dir);
+  for (const auto& s : suites)
+    if (s.name == "gate") gate = &s;
+  std::vector<std::string> gate_verify;
+  for (const auto& t : tests)
+    if (t.gate) gate_verify.push_back(t.ctest_name);
+  std::vector<std::string> report_args;
+  std::filesystem::path gate_dir;
+  if (gate) {
+    if (opt.emit_bench.empty() || opt.emit_attngate.empty() || opt.emit_build_dir.empty() || opt.emit_source_dir.empty())
+      throw std::runtime_error("the suites include `gate`: --emit-ctest needs --emit-bench, --emit-attngate, "
+                               "--emit-build-dir and --emit-source-dir");
+    const std::filesystem::path build = opt.emit_build_dir;
+    gate_dir = build / "gate";
+    const std::string kernel = gate_kernel(*gate), baseline = gate_baseline(*gate);
+    int sm = 90;  // Hopper: what the gate is for
+    for (const std::string& k : {kernel, baseline})
+      if (const KernelInfo* info = KernelRegistry::instance().find(k)) sm = std::max(sm, info->min_sm);
+    if (opt.results_dir.empty()) throw std::runtime_error("the gate needs --results-dir");
+    report_args = {opt.emit_attngate,
+                   "report",
+                   "--repo=" + opt.emit_source_dir,
+                   "--suite=gate",
+                   "--scenarios=" + opt.scenario_dir.string(),
+                   "--kernel=" + kernel,
+                   "--baseline=" + baseline,
+                   "--results-dir=" + opt.results_dir.string(),
+                   "--perf=" + (gate_dir / "performance.json").string(),
+                   "--out-dir=" + gate_dir.string(),
+                   "--started-after=" + (gate_dir / "started").string(),
+                   "--ctest-log-dir=" + (build / "Testing" / "Temporary").string(),
+                   "--verify-timeout=" + std::to_string(kVerifyTimeoutS),
+                   "--perf-timeout=" + std::to_string(kPerfTimeoutS)};
+    std::vector<std::string> setup = report_args;
+    setup.push_back("--prepare");
+    add_test("gate.setup", setup);
+    f << "set_tests_properties(gate.setup PROPERTIES LABELS gate TIMEOUT 120)\n";
+    add_test("gate.device", {opt.emit_exe, "--require-device=" + std::to_string(sm)});
+    f << "set_tests_properties(gate.device PROPERTIES LABELS [==[gate;gpu]==] DEPENDS gate.setup TIMEOUT 120)\n";
+  }
+
+  for (const auto& t : tests) {
+    std::vector<std::string> argv = {opt.emit_exe, "--gtest_filter=" + t.gtest_name,
+                                     "--scenarios=" + opt.scenario_dir.string()};
+    if (!opt.results_dir.empty()) argv.push_back("--results-dir=" + opt.results_dir.string());
+    add_test(t.ctest_name, argv);
+    f << "set_tests_properties(" << quoted(t.ctest_name) << " PROPERTIES LABELS " << quoted(join(t.labels))
+      << " SKIP_REGULAR_EXPRESSION [==[\\[  SKIPPED \\]]==] TIMEOUT " << kVerifyTimeoutS
+      << (gate && t.gate ? " DEPENDS gate.setup" : "") << ")\n";
+  }
+
+  if (gate) {
+    std::vector<std::string> after = {"gate.setup"};
+    after.insert(after.end(), gate_verify.begin(), gate_verify.end());
+    add_test("gate.performance", {opt.emit_bench, "--suite=gate", "--scenarios=" + opt.scenario_dir.string(),
+                                  "--compare=" + gate_kernel(*gate) + "," + gate_baseline(*gate),
+                                  "--compare_out=" + (gate_dir / "performance.json").string()});
+    // RUN_SERIAL: nothing else runs while it times. Without a GPU the bench prints SKIPPED (a skip,
+    // never a pass) and the report fails for want of its JSON.
+    f << "set_tests_properties(gate.performance PROPERTIES LABELS [==[gate;gpu;bench]==] RUN_SERIAL TRUE DEPENDS "
+      << quoted(join(after)) << " SKIP_REGULAR_EXPRESSION [==[SKIPPED:]==] TIMEOUT " << kPerfTimeoutS << ")\n";
+    after.insert(after.begin() + 1, "gate.device");
+    after.push_back("gate.performance");
+    add_test("gate.report", report_args);
+    f << "set_tests_properties(gate.report PROPERTIES LABELS gate DEPENDS " << quoted(join(after))
+      << " TIMEOUT 300)\n";
   }
   if (!f.flush()) throw std::runtime_error("cannot write " + opt.emit_ctest);
 }
@@ -215,13 +314,19 @@ Options parse(int argc, char** argv) {
     if (const char* v = value("--scenarios")) opt.scenario_dir = v;
     else if (const char* v = value("--emit-ctest")) opt.emit_ctest = v;
     else if (const char* v = value("--emit-exe")) opt.emit_exe = v;
+    else if (const char* v = value("--emit-bench")) opt.emit_bench = v;
+    else if (const char* v = value("--emit-attngate")) opt.emit_attngate = v;
+    else if (const char* v = value("--emit-build-dir")) opt.emit_build_dir = v;
+    else if (const char* v = value("--emit-source-dir")) opt.emit_source_dir = v;
     else if (const char* v = value("--initial")) opt.initial = v;
     else if (const char* v = value("--results-dir")) opt.results_dir = v;
     else if (const char* v = value("--require-device")) opt.require_device = std::atoi(v);
     else {
       std::cerr << "attngate_verify: unknown argument '" << a
                 << "'\nusage: attngate_verify [gtest flags] [--scenarios=DIR] [--initial=KERNEL]"
-                   " [--results-dir=DIR] [--emit-ctest=FILE --emit-exe=PATH]\n"
+                   " [--results-dir=DIR]\n"
+                   "       attngate_verify --emit-ctest=FILE --emit-exe=PATH [--emit-bench=PATH --emit-attngate=PATH"
+                   " --emit-build-dir=DIR --emit-source-dir=DIR]   (the gate tests need the last four)\n"
                    "       attngate_verify --require-device=SM   (exit 0 only with a GPU of compute capability >= SM/10)\n"
                    "  ATTNGATE_SEED=N replays a run's inputs\n";
       std::exit(2);
