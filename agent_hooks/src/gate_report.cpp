@@ -504,8 +504,14 @@ GateReportOutput build_gate_report(const ReportInputs& in) {
       if (it == by_id.end()) {
         perf_complete = false;
         auto f = failed.find(id);
-        reasons.add("NO_PERF", id, f != failed.end() ? id + " was not timed: " + f->second
-                                                     : id + " is missing from " + in.perf.filename().string());
+        // The bench's checks of the timed calls (bench/README.md) name what they caught.
+        std::string code = "NO_PERF";
+        if (f != failed.end() && f->second.find("timed-run check [side stream]") != std::string::npos)
+          code = "SIDE_STREAM_WORK";
+        else if (f != failed.end() && f->second.find("timed-run check [wrong output]") != std::string::npos)
+          code = "CORRECTNESS_FAILED";
+        reasons.add(code, id, f != failed.end() ? id + " was not timed: " + f->second
+                                                : id + " is missing from " + in.perf.filename().string());
         continue;
       }
       const json& ps = *it->second;

@@ -368,13 +368,27 @@ TEST_F(ReportCmd, CrossChecksOfTheCandidatesCalls) {
   rows[2].cand.memset = 1;
   perf(perf_json(rows));
   EXPECT_EQ(report().exit_code, 1);
-  const json j = report_json();
+  json j = report_json();
   EXPECT_EQ(reason(j, "SIDE_STREAM_WORK")["scenarios"], json::array({"gate_a"}));
   EXPECT_EQ(reason(j, "KERNEL_COUNT_CHANGED")["scenarios"], json::array({"gate_b"}));
   EXPECT_EQ(reason(j, "MEMCPY_IN_CALL")["scenarios"], json::array({"gate_c"}));
   EXPECT_EQ(reason(j, "MEMSET_IN_CALL"), nullptr);  // a flag, not a failure
   EXPECT_EQ(scenario(j, "gate_c")["flags"], json::array({"MEMCPY_IN_CALL", "MEMSET_IN_CALL"}));
   EXPECT_EQ(reason(j, "WALL_KERNEL_MISMATCH"), nullptr);
+
+  // The bench's own checks of the timed calls fail a scenario's measurement with their kind.
+  rows = good_rows();
+  rows.resize(1);
+  json p = perf_json(rows);
+  p["failed"] = json::array(
+      {{{"id", "gate_b"}, {"error", "timed-run check [side stream]: candidate on gate_b: output completed late"}},
+       {{"id", "gate_c"}, {"error", "timed-run check [wrong output]: candidate on gate_c: O max abs 0.5"}}});
+  perf(p);
+  EXPECT_EQ(report().exit_code, 1);
+  j = report_json();
+  EXPECT_EQ(reason(j, "SIDE_STREAM_WORK")["scenarios"], json::array({"gate_b"}));
+  EXPECT_EQ(reason(j, "CORRECTNESS_FAILED")["scenarios"], json::array({"gate_c"}));
+  EXPECT_EQ(reason(j, "GEOMEAN_BELOW_TARGET"), nullptr);  // not judged on part of the suite
 }
 
 TEST_F(ReportCmd, WallOrEventFarAboveKernelTime) {
