@@ -3,6 +3,8 @@
 // verify or time something other than what its author believes.
 #include "attngate/scenario.hpp"
 
+#include <yaml-cpp/eventhandler.h>
+#include <yaml-cpp/parser.h>
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
@@ -495,18 +497,57 @@ std::map<std::string, std::string> parse_settings(const Entry& entry, const Cont
   return settings;
 }
 
+// Records where each document's root node starts. Used instead of YAML::LoadAll, which in yaml-cpp
+// 0.7 never returns when a document starts with a token the parser does not consume (a stray ','
+// at the top level: ", a\n-b\n", found by scenarios/fuzz): every turn yields another empty
+// document at the same place, allocating without end.
+class DocumentMarks : public YAML::EventHandler {
+ public:
+  std::vector<YAML::Mark> roots;
+  void OnDocumentStart(const YAML::Mark&) override { pending_ = true; }
+  void OnDocumentEnd() override { pending_ = false; }
+  void OnNull(const YAML::Mark& m, YAML::anchor_t) override { root(m); }
+  void OnAlias(const YAML::Mark& m, YAML::anchor_t) override { root(m); }
+  void OnScalar(const YAML::Mark& m, const std::string&, YAML::anchor_t, const std::string&) override { root(m); }
+  void OnSequenceStart(const YAML::Mark& m, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override {
+    root(m);
+  }
+  void OnSequenceEnd() override {}
+  void OnMapStart(const YAML::Mark& m, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override {
+    root(m);
+  }
+  void OnMapEnd() override {}
+
+ private:
+  void root(const YAML::Mark& m) {
+    if (pending_) roots.push_back(m);
+    pending_ = false;
+  }
+  bool pending_ = false;
+};
+
 Suite parse_suite(const std::string& text, const std::string& label) {
   Context ctx(label);
-  std::vector<YAML::Node> docs;
+  const YAML::Mark top_mark;  // 1:1, for errors about the file as a whole
+  YAML::Node root;
   try {
-    docs = YAML::LoadAll(text);
+    // At most two documents are parsed: one is a suite, a second is an error.
+    std::istringstream in(text);
+    YAML::Parser parser(in);
+    DocumentMarks marks;
+    for (int doc = 0; doc < 2 && parser.HandleNextDocument(marks); ++doc) {
+    }
+    if (marks.roots.empty()) ctx.fail(top_mark, "the file holds no YAML document (expected a suite mapping)");
+    if (marks.roots.size() > 1) {
+      const YAML::Mark& a = marks.roots[0];
+      const YAML::Mark& b = marks.roots[1];
+      if (a.pos == b.pos) ctx.fail(b, "YAML syntax error: unexpected token (a ',' outside [] or {}?)");
+      ctx.fail(b, "the file holds more than one YAML document; a suite is one mapping");
+    }
+    root = YAML::Load(text);  // the one document
   } catch (const YAML::Exception& e) {
     ctx.fail(e.mark, "YAML syntax error: " + e.msg);
   }
-  const YAML::Mark top_mark;  // 1:1, for errors about the file as a whole
-  if (docs.empty()) ctx.fail(top_mark, "the file holds no YAML document (expected a suite mapping)");
-  if (docs.size() > 1) ctx.fail(docs[1].Mark(), "the file holds more than one YAML document; a suite is one mapping");
-  const YAML::Node& root = docs.front();
   const YAML::Mark root_mark = root.Mark().is_null() ? top_mark : root.Mark();
   const auto entries = mapping_entries(root, root_mark, ctx, "the top level");
 
