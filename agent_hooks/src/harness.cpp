@@ -71,9 +71,12 @@ HarnessCheck check_harness(const fs::path& repo, const std::vector<std::string>&
 
   const bool has_head = git(repo, {"rev-parse", "--verify", "-q", "HEAD"}).exit_code == 0;
   if (!has_head) {
-    out.why = git(repo, {"rev-parse", "--git-dir"}).exit_code == 0
-                  ? "the repository has no commit to compare the harness with"
-                  : repo.string() + " is not a git repository: the harness cannot be compared with its committed version";
+    auto dir = git(repo, {"rev-parse", "--git-dir"});
+    std::string said = dir.err.substr(0, dir.err.find('\n'));  // e.g. git's "dubious ownership" refusal
+    out.why = dir.exit_code == 0 ? "the repository has no commit to compare the harness with"
+                                 : repo.string() + " is not a usable git repository (" +
+                                       (said.empty() ? "git failed" : said) +
+                                       "): the harness cannot be compared with its committed version";
     // Still record what was judged with: every file under the harness folders.
     for (const auto& r : harness_roots()) {
       std::error_code ec;
