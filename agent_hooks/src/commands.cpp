@@ -428,12 +428,12 @@ int cmd_report(const Context& ctx, ReportInputs in, const fs::path& build_dir, b
     GateReportOutput r = build_gate_report(in);
     write_gate_report(r, in.out_dir);
     out << "attngate report: " << (r.pass ? "PASS" : "FAIL");
-    const auto& g = r.report["geomean"];
-    if (g.contains("speedup") && g["speedup"].is_number()) {
-      out << ", geomean " << fmt("%.4fx", g["speedup"].get<double>());
-      if (g["ci_low"].is_number() && g["ci_high"].is_number())
-        out << " CI [" << fmt("%.4f", g["ci_low"].get<double>()) << ", " << fmt("%.4f", g["ci_high"].get<double>())
-            << "]";
+    const json g = r.report.value("geomean", json::object());
+    const json speedup = g.value("speedup", json()), lo = g.value("ci_low", json()), hi = g.value("ci_high", json());
+    if (speedup.is_number()) {
+      out << ", geomean " << fmt("%.4fx", speedup.get<double>());
+      if (lo.is_number() && hi.is_number())
+        out << " CI [" << fmt("%.4f", lo.get<double>()) << ", " << fmt("%.4f", hi.get<double>()) << "]";
     }
     out << "; target " << fmt("%.4fx", r.report["target"]["geomean"].get<double>()) << " vs "
         << r.report["target"]["baseline"].get<std::string>() << "\n";

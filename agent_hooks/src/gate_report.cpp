@@ -258,7 +258,8 @@ std::string markdown(const json& r, const Reasons& reasons) {
   for (const auto& s : r["scenarios"]) {
     const json& c = s["candidate"];
     const json& b = s["baseline"];
-    std::string correct = s["correct"].is_boolean() ? (s["correct"].get<bool>() ? "yes" : "**no**") : str(s, "status");
+    const json ok = s.value("correct", json());  // absent when there is no result from this run
+    std::string correct = ok.is_boolean() ? (ok.get<bool>() ? "yes" : "**no**") : str(s, "status");
     std::vector<std::string> flags = s["flags"].get<std::vector<std::string>>();
     md << "| " << str(s, "id") << " | " << correct << " | " << opt_fmt("%.3g", num(s, "o_max_abs")) << " | "
        << opt_fmt("%.4f", num(s, "speedup")) << " [" << opt_fmt("%.4f", num(s, "ci_low")) << ", "
