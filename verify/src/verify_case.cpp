@@ -1,6 +1,10 @@
 #include "attngate/verify/verify_case.hpp"
 
+#include <cuda_fp16.h>
+
+#include <algorithm>
 #include <cstdio>
+#include <cstring>
 #include <sstream>
 
 #include "attngate/cpu_reference.hpp"
@@ -16,15 +20,9 @@ bool CaseOutcome::pass() const {
   return !runs.empty();
 }
 
-namespace {
+// ---- Building blocks --------------------------------------------------------------------------
 
-constexpr Distribution kDistributions[] = {Distribution::standard, Distribution::large_scores};
-
-struct GroundTruth {
-  std::vector<float> o, lse;
-};
-
-GroundTruth gpu_truth(Problem& p, cudaStream_t st) {
+GroundTruth gpu_ground_truth(Problem& p, cudaStream_t st) {
   DeviceBuffer o_ref(size_t(p.q_elems()) * sizeof(float));
   DeviceBuffer lse_ref(size_t(p.lse_elems()) * sizeof(float));
   AttnParams params = p.params;
@@ -37,6 +35,124 @@ GroundTruth gpu_truth(Problem& p, cudaStream_t st) {
   return t;
 }
 
+OutputSnapshot read_outputs(const Problem& p, cudaStream_t st) {
+  // Copies ordered on `st` only; a copy into pageable memory returns when it is done, and the
+  // stream synchronize covers the rest. Nothing here waits for other streams.
+  OutputSnapshot s{std::vector<uint16_t>(size_t(p.q_elems())), std::vector<float>(size_t(p.lse_elems()))};
+  static_assert(sizeof(uint16_t) == 2, "O elements are 16-bit");
+  ATTNGATE_CUDA_CHECK(cudaMemcpyAsync(s.o.data(), p.o.data(), s.o.size() * 2, cudaMemcpyDeviceToHost, st));
+  ATTNGATE_CUDA_CHECK(
+      cudaMemcpyAsync(s.lse.data(), p.lse.data(), s.lse.size() * sizeof(float), cudaMemcpyDeviceToHost, st));
+  ATTNGATE_CUDA_CHECK(cudaStreamSynchronize(st));
+  return s;
+}
+
+std::vector<float> o_as_float(const std::vector<uint16_t>& o, DType dtype) {
+  std::vector<float> out(o.size());
+  if (dtype == DType::bf16) {
+    for (size_t i = 0; i < o.size(); ++i) {
+      const uint32_t bits = uint32_t(o[i]) << 16;  // bf16 is the top half of an fp32
+      std::memcpy(&out[i], &bits, 4);
+    }
+  } else {
+    for (size_t i = 0; i < o.size(); ++i) {
+      __half h;
+      std::memcpy(&h, &o[i], 2);
+      out[i] = __half2float(h);
+    }
+  }
+  return out;
+}
+
+SnapshotDiff diff_outputs(const OutputSnapshot& a, const OutputSnapshot& b) {
+  SnapshotDiff d;
+  const size_t no = std::min(a.o.size(), b.o.size());
+  for (size_t i = 0; i < no; ++i) {
+    if (a.o[i] != b.o[i]) {
+      ++d.o;
+      d.o_poison += b.o[i] == 0xFFFFu;
+    }
+  }
+  d.o += int64_t(std::max(a.o.size(), b.o.size()) - no);
+  const size_t nl = std::min(a.lse.size(), b.lse.size());
+  for (size_t i = 0; i < nl; ++i) d.lse += std::memcmp(&a.lse[i], &b.lse[i], sizeof(float)) != 0;
+  d.lse += int64_t(std::max(a.lse.size(), b.lse.size()) - nl);
+  return d;
+}
+
+StreamState read_stream_state(cudaStream_t st) {
+  StreamState s;
+  cudaStreamAttrValue v{};
+  ATTNGATE_CUDA_CHECK(cudaStreamGetAttribute(st, cudaStreamAttributeAccessPolicyWindow, &v));
+  s.window_base = v.accessPolicyWindow.base_ptr;
+  s.window_bytes = v.accessPolicyWindow.num_bytes;
+  s.window_hit_ratio = v.accessPolicyWindow.hitRatio;
+  size_t limit = 0;
+  // Devices without persisting L2 answer with an error; they have nothing to leave behind.
+  if (cudaDeviceGetLimit(&limit, cudaLimitPersistingL2CacheSize) == cudaSuccess) s.persisting_l2_limit = limit;
+  else cudaGetLastError();
+  return s;
+}
+
+std::string describe_state_change(const StreamState& before, const StreamState& after) {
+  std::string out;
+  char buf[256];
+  if (after.window_bytes != before.window_bytes || after.window_base != before.window_base) {
+    std::snprintf(buf, sizeof buf,
+                  "an access policy window of %zu bytes at %p (hit ratio %.2f) on the stream it was given "
+                  "(persisting L2 lines survive the harness's L2 flush)",
+                  after.window_bytes, after.window_base, double(after.window_hit_ratio));
+    out += buf;
+  }
+  if (after.persisting_l2_limit != before.persisting_l2_limit) {
+    std::snprintf(buf, sizeof buf, "cudaLimitPersistingL2CacheSize changed from %zu to %zu bytes",
+                  before.persisting_l2_limit, after.persisting_l2_limit);
+    out += (out.empty() ? "" : "; ") + std::string(buf);
+  }
+  return out;
+}
+
+void reset_stream_state(cudaStream_t st, const StreamState& baseline) {
+  cudaStreamAttrValue none{};
+  none.accessPolicyWindow.base_ptr = nullptr;
+  none.accessPolicyWindow.num_bytes = 0;
+  none.accessPolicyWindow.hitRatio = 0.f;
+  none.accessPolicyWindow.hitProp = cudaAccessPropertyNormal;
+  none.accessPolicyWindow.missProp = cudaAccessPropertyNormal;
+  ATTNGATE_CUDA_CHECK(cudaStreamSetAttribute(st, cudaStreamAttributeAccessPolicyWindow, &none));
+  size_t limit = 0;
+  if (cudaDeviceGetLimit(&limit, cudaLimitPersistingL2CacheSize) == cudaSuccess) {
+    if (limit != baseline.persisting_l2_limit)
+      ATTNGATE_CUDA_CHECK(cudaDeviceSetLimit(cudaLimitPersistingL2CacheSize, baseline.persisting_l2_limit));
+    ATTNGATE_CUDA_CHECK(cudaCtxResetPersistingL2Cache());
+  } else {
+    cudaGetLastError();
+  }
+}
+
+GuardedCall guarded_call(Problem& p, const KernelInfo& kernel, cudaStream_t st) {
+  GuardedCall c;
+  const StreamState before = read_stream_state(st);
+  p.o.poison(st);
+  p.lse.poison(st);
+  p.launch(kernel, st);
+  // The kernel's stream has finished: this is what a caller synchronizing that stream gets.
+  ATTNGATE_CUDA_CHECK(cudaStreamSynchronize(st));
+  c.seen = read_outputs(p, st);
+  c.stream_state = describe_state_change(before, read_stream_state(st));
+  if (!c.stream_state.empty()) reset_stream_state(st, before);
+  // Anything still running elsewhere on the device finishes here; the outputs must not change.
+  ATTNGATE_CUDA_CHECK(cudaDeviceSynchronize());
+  c.late = diff_outputs(c.seen, read_outputs(p, st));
+  c.o_guard = p.o.guard_violations(st);
+  c.lse_guard = p.lse.guard_violations(st);
+  return c;
+}
+
+namespace {
+
+constexpr Distribution kDistributions[] = {Distribution::standard, Distribution::large_scores};
+
 GroundTruth eigen_truth(const Problem& p, uint64_t seed, Distribution d) {
   const auto q = host_input(p.params, 0, seed, d);
   const auto k = host_input(p.params, 1, seed, d);
@@ -46,33 +162,59 @@ GroundTruth eigen_truth(const Problem& p, uint64_t seed, Distribution d) {
   return t;
 }
 
-struct KernelRun {
+struct Stats {
   ErrorStats o, lse;
-  int64_t o_guard = 0, lse_guard = 0;
 };
 
-KernelRun run_and_compare(Problem& p, const KernelInfo& k, const GroundTruth& truth, cudaStream_t st) {
-  p.o.poison(st);
-  p.lse.poison(st);
-  p.launch(k, st);
-  ATTNGATE_CUDA_CHECK(cudaStreamSynchronize(st));
-  KernelRun r;
-  r.o_guard = p.o.guard_violations(st);
-  r.lse_guard = p.lse.guard_violations(st);
-  const auto o = p.o_host(st);
-  const auto lse = p.lse_host(st);
-  r.o = compare(o.data(), truth.o.data(), int64_t(o.size()));
-  r.lse = compare(lse.data(), truth.lse.data(), int64_t(lse.size()));
-  return r;
+Stats compare_to_truth(const OutputSnapshot& got, const GroundTruth& truth, DType dtype) {
+  const std::vector<float> o = o_as_float(got.o, dtype);
+  return {compare(o.data(), truth.o.data(), int64_t(o.size())),
+          compare(got.lse.data(), truth.lse.data(), int64_t(got.lse.size()))};
 }
 
 // The GPU reference run through gpu_reference_fp32, for comparison with Eigen.
-KernelRun run_gpu_reference(Problem& p, const GroundTruth& truth, cudaStream_t st) {
-  const GroundTruth g = gpu_truth(p, st);
-  KernelRun r;
-  r.o = compare(g.o.data(), truth.o.data(), int64_t(g.o.size()));
-  r.lse = compare(g.lse.data(), truth.lse.data(), int64_t(g.lse.size()));
-  return r;
+Stats run_gpu_reference(Problem& p, const GroundTruth& truth, cudaStream_t st) {
+  const GroundTruth g = gpu_ground_truth(p, st);
+  return {compare(g.o.data(), truth.o.data(), int64_t(g.o.size())),
+          compare(g.lse.data(), truth.lse.data(), int64_t(g.lse.size()))};
+}
+
+// Adds the anti-gaming verdicts of the kernel's two calls on one distribution's inputs.
+void judge_calls(DistributionOutcome& r, const GuardedCall& first, const GuardedCall& second, int64_t o_total) {
+  r.o_guard_violations = std::max(first.o_guard, second.o_guard);
+  r.lse_guard_violations = std::max(first.lse_guard, second.lse_guard);
+  if (r.o_guard_violations > 0)
+    r.judgement.fail("O: " + std::to_string(r.o_guard_violations) + " bytes written outside the output tensor");
+  if (r.lse_guard_violations > 0)
+    r.judgement.fail("LSE: " + std::to_string(r.lse_guard_violations) + " bytes written outside the LSE tensor");
+
+  r.late_o = std::max(first.late.o, second.late.o);
+  r.late_lse = std::max(first.late.lse, second.late.lse);
+  if (r.late_o > 0 || r.late_lse > 0)
+    r.judgement.fail(std::string(kReasonLateWrites) + " " + std::to_string(r.late_o) + " elements of O and " +
+                     std::to_string(r.late_lse) +
+                     " of LSE changed after cudaDeviceSynchronize although the stream the kernel was given had "
+                     "finished: the kernel left work running outside that stream (a side stream), which "
+                     "that stream's timer and its callers do not wait for");
+
+  r.stream_state = first.stream_state.empty() ? second.stream_state : first.stream_state;
+  if (!r.stream_state.empty())
+    r.judgement.fail(std::string(kReasonStreamState) + " the call left " + r.stream_state +
+                     "; a launch may only enqueue work on its stream (the harness undid it)");
+
+  const SnapshotDiff rep = diff_outputs(first.seen, second.seen);
+  r.repeat_o_diff = rep.o;
+  r.repeat_lse_diff = rep.lse;
+  r.repeat_o_unwritten = rep.o_poison;
+  if (rep.o > 0 || rep.lse > 0) {
+    std::string what = std::string(kReasonNotDeterministic) + " a second call on the same inputs (output "
+                       "re-poisoned) differs from the first in " + std::to_string(rep.o) + " of " +
+                       std::to_string(o_total) + " elements of O and " + std::to_string(rep.lse) + " of LSE";
+    if (rep.o_poison > 0)
+      what += " (" + std::to_string(rep.o_poison) + " of them left unwritten: the second call did not write them)";
+    r.judgement.fail(what + "; a kernel must reproduce its output bit for bit (a race, or a call that skips "
+                            "work it did before)");
+  }
 }
 
 }  // namespace
@@ -92,8 +234,9 @@ CaseOutcome verify_case(const KernelInfo& kernel, const KernelInfo& initial, con
     DistributionOutcome r;
     r.distribution = d;
     r.seed = scenario_seed(base_seed, s.id, index++);
+    // New contents at the same pointers: a kernel that replays an earlier output fails here.
     p.fill(r.seed, d, st);
-    KernelRun run;
+    Stats run;
     if (is_reference) {
       const GroundTruth truth = eigen_truth(p, r.seed, d);
       run = run_gpu_reference(p, truth, st);
@@ -101,27 +244,29 @@ CaseOutcome verify_case(const KernelInfo& kernel, const KernelInfo& initial, con
                                       kReferenceAgreement};
       r.judgement = judge_absolute(run.o, run.lse, fp32_bound);
     } else {
-      const GroundTruth truth = gpu_truth(p, st);
-      run = run_and_compare(p, kernel, truth, st);
+      const GroundTruth truth = gpu_ground_truth(p, st);
+      // The baseline first, on inputs no kernel under test has touched yet.
+      Stats base;
+      if (!is_initial) {
+        const GuardedCall b = guarded_call(p, initial, st);
+        base = compare_to_truth(b.seen, truth, s.dtype);
+      }
+      const GuardedCall first = guarded_call(p, kernel, st);
+      const GuardedCall second = guarded_call(p, kernel, st);
+      run = compare_to_truth(first.seen, truth, s.dtype);
       if (is_initial) {
         r.judgement = judge_absolute(run.o, run.lse, tol.of(s.dtype));
       } else {
-        const KernelRun base = run_and_compare(p, initial, truth, st);
         r.has_initial = true;
         r.initial_o = base.o;
         r.initial_lse = base.lse;
         r.judgement = judge_against_initial(run.o, run.lse, base.o, base.lse, tol.ratio_to_initial,
                                             tol.of(s.dtype));
       }
+      judge_calls(r, first, second, p.q_elems());
     }
     r.o = run.o;
     r.lse = run.lse;
-    r.o_guard_violations = run.o_guard;
-    r.lse_guard_violations = run.lse_guard;
-    if (run.o_guard > 0)
-      r.judgement.fail("O: " + std::to_string(run.o_guard) + " bytes written outside the output tensor");
-    if (run.lse_guard > 0)
-      r.judgement.fail("LSE: " + std::to_string(run.lse_guard) + " bytes written outside the LSE tensor");
     r.input_mismatches = count_input_mismatches(p.params, r.seed, d, st);
     if (r.input_mismatches > 0)
       r.judgement.fail("inputs: " + std::to_string(r.input_mismatches) + " elements of Q/K/V were modified");

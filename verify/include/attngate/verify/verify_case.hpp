@@ -1,4 +1,5 @@
-// One verification case: a kernel on a scenario, on both input distributions.
+// One verification case: a kernel on a scenario, on both input distributions, with the checks that
+// make the result hard to game (verify/README.md, "Anti-gaming checks").
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -11,12 +12,35 @@
 #include "attngate/registry.hpp"
 #include "attngate/scenario.hpp"
 #include "attngate/verify/metrics.hpp"
+#include "attngate/verify/problem.hpp"
 
 namespace attngate::verify {
 
 // The GPU fp32 reference is itself checked against the Eigen reference; both are fp32, so the
 // bound only has to absorb summation-order differences.
 inline constexpr double kReferenceAgreement = 1e-4;
+
+// Planted cheats (kernels/adversarial/) are kernels named `cheat_*`. They fail by design, so the
+// generated verify and bench tests skip them on every suite but the adversarial one
+// (kernels/adversarial/scenarios/adversarial.yaml), where the `adversarial` tests run them, and a
+// suite whose settings name them (a gate run on a cheat: `candidate_kernel: cheat_no_causal_mask`).
+inline constexpr const char* kAdversarialSuite = "adversarial";
+inline bool is_planted_cheat(const KernelInfo& k) { return k.name.rfind("cheat_", 0) == 0; }
+// Whether the generated tests of `suite` include kernel k (the planted-cheat rule only).
+inline bool planted_cheat_allowed(const KernelInfo& k, const Suite& suite) {
+  if (!is_planted_cheat(k) || suite.name == kAdversarialSuite) return true;
+  for (const auto& [key, value] : suite.settings)
+    if (value == k.name) return true;
+  return false;
+}
+
+// Prefixes of the failure reasons the anti-gaming checks add to a Judgement; stable, since the
+// adversarial tests and the gate report match on them. The metric rules of metrics.cpp add
+// "O: ... NaN/Inf values", "O: max abs error ...", "LSE: ...", and verify_case adds
+// "O: N bytes written outside ..." and "inputs: N elements of Q/K/V were modified".
+inline constexpr const char* kReasonLateWrites = "late writes:";
+inline constexpr const char* kReasonNotDeterministic = "not deterministic:";
+inline constexpr const char* kReasonStreamState = "stream state:";
 
 struct DistributionOutcome {
   Distribution distribution = Distribution::standard;
@@ -26,6 +50,12 @@ struct DistributionOutcome {
   ErrorStats initial_o, initial_lse;
   int64_t o_guard_violations = 0, lse_guard_violations = 0;
   uint64_t input_mismatches = 0;    // input elements the kernel changed
+  // Elements that changed after cudaDeviceSynchronize although the kernel's stream had finished.
+  int64_t late_o = 0, late_lse = 0;
+  // A second call on the same inputs: elements whose bits differ from the first call's, and how
+  // many of them still hold the NaN poison (left unwritten by the second call).
+  int64_t repeat_o_diff = 0, repeat_lse_diff = 0, repeat_o_unwritten = 0;
+  std::string stream_state;         // what a call changed on its stream or device, "" when nothing
   std::string o_worst_at, lse_worst_at;
   Judgement judgement;
 };
@@ -40,10 +70,69 @@ struct CaseOutcome {
 // Runs `kernel` on `s` for each input distribution with fresh inputs from `base_seed`, poisons the
 // outputs before every launch, and judges the result with `tol`. `initial` is the kernel whose
 // error sets the bound for every other kernel. Throws on CUDA errors.
+//
+// Per distribution (inputs refilled in place, so a second distribution is new data at the same
+// pointers): the kernel is called twice on the same inputs, its output poisoned before each call;
+// each call's output is read as soon as `stream` has finished, without a device-wide
+// synchronization, then read again after cudaDeviceSynchronize. Besides the pass rule, it fails on
+// writes outside the outputs, modified inputs, output that changes after the device-wide
+// synchronization (work on another stream), a second call that differs from the first (races,
+// skipped launches; deterministic kernels are required), and a persisting-L2 window or limit left
+// on the stream or device. `stream` must be a non-default stream.
 CaseOutcome verify_case(const KernelInfo& kernel, const KernelInfo& initial, const Scenario& s,
                         const Tolerance& tol, uint64_t base_seed, cudaStream_t stream);
 
 // A multi-line human-readable report of the outcome.
 std::string describe(const CaseOutcome& c, const Scenario& s);
+
+// ---- Building blocks, shared with the bench harness's check of the timed run -----------------
+
+// The fp32 ground truth of the problem's current inputs (gpu_reference_fp32); synchronizes.
+struct GroundTruth {
+  std::vector<float> o, lse;
+};
+GroundTruth gpu_ground_truth(Problem& p, cudaStream_t st);
+
+// The output buffers' bits as one call left them: O raw (16-bit elements), LSE as floats. Read
+// with copies on `st` only: no device-wide synchronization and no device allocation.
+struct OutputSnapshot {
+  std::vector<uint16_t> o;
+  std::vector<float> lse;
+};
+OutputSnapshot read_outputs(const Problem& p, cudaStream_t st);
+// O widened to fp32 (contiguous BSHD).
+std::vector<float> o_as_float(const std::vector<uint16_t>& o, DType dtype);
+
+struct SnapshotDiff {
+  int64_t o = 0, lse = 0;  // elements whose bits differ
+  int64_t o_poison = 0;    // of the differing O elements, those that hold the NaN poison in `b`
+};
+SnapshotDiff diff_outputs(const OutputSnapshot& a, const OutputSnapshot& b);
+
+// What a kernel could leave behind on its stream or device to help the next call: a persisting-L2
+// access policy window on the stream, a persisting-L2 set-aside on the device.
+struct StreamState {
+  void* window_base = nullptr;
+  size_t window_bytes = 0;
+  float window_hit_ratio = 0;
+  size_t persisting_l2_limit = 0;
+};
+StreamState read_stream_state(cudaStream_t st);
+// "" when `after` equals `before`, else what changed, in words.
+std::string describe_state_change(const StreamState& before, const StreamState& after);
+// Removes any access policy window from `st`, restores the persisting-L2 limit of `baseline`, and
+// resets persisting L2 lines to normal.
+void reset_stream_state(cudaStream_t st, const StreamState& baseline);
+
+// One guarded call of `kernel` on `p`'s current inputs: poison O and LSE, launch on `st`,
+// synchronize `st` only and read the outputs, note changes of the stream state (and undo them),
+// then cudaDeviceSynchronize, read again, and check the guard zones.
+struct GuardedCall {
+  OutputSnapshot seen;     // the outputs when `st` had finished
+  SnapshotDiff late;       // how the outputs changed after cudaDeviceSynchronize
+  int64_t o_guard = 0, lse_guard = 0;
+  std::string stream_state;  // describe_state_change() of the call
+};
+GuardedCall guarded_call(Problem& p, const KernelInfo& kernel, cudaStream_t st);
 
 }  // namespace attngate::verify
