@@ -2,8 +2,10 @@
 
 #include <algorithm>
 #include <chrono>
+#include <iostream>
 #include <map>
 #include <stdexcept>
+#include <string>
 
 #include "attngate/bench/cupti_tracer.hpp"
 #include "attngate/cuda_check.hpp"
@@ -46,6 +48,7 @@ Harness::Harness(int device) : device_(select_device(device)), clock_(device) {
   flush_bytes_ = 2 * uint64_t(std::max(prop.l2CacheSize, 1 << 20));
   flush_ = verify::DeviceBuffer(flush_bytes_);
   ATTNGATE_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+  clean_state_ = verify::read_stream_state(stream_);
   ATTNGATE_CUDA_CHECK(cudaEventCreate(&start_));
   ATTNGATE_CUDA_CHECK(cudaEventCreate(&stop_));
 }
@@ -61,8 +64,12 @@ void Harness::sample_clock(std::vector<ClockReading>& out) const {
   if (clock_.available()) out.push_back(clock_.read());
 }
 
-Harness::CallTimes Harness::timed_call(Contestant& c, size_t input, bool traced, uint64_t call_id) {
-  // Outside the timed region: evict the previous call's data from L2 and drop persisting lines.
+Harness::CallTimes Harness::timed_call(Contestant& c, size_t input, bool traced, uint64_t call_id,
+                                      bool device_sync) {
+  // Outside the timed region: undo a persisting-L2 window or set-aside a call left behind (it would
+  // keep data in L2 across the flush), drop persisting lines, evict the previous call's data.
+  if (!verify::describe_state_change(clean_state_, verify::read_stream_state(stream_)).empty())
+    verify::reset_stream_state(stream_, clean_state_);
   ATTNGATE_CUDA_CHECK(cudaCtxResetPersistingL2Cache());
   ATTNGATE_CUDA_CHECK(cudaMemsetAsync(flush_.get(), int(call_id & 0xff), flush_bytes_, stream_));
   ATTNGATE_CUDA_CHECK(cudaStreamSynchronize(stream_));
@@ -83,8 +90,14 @@ Harness::CallTimes Harness::timed_call(Contestant& c, size_t input, bool traced,
   if (traced) tracer.pop();
   ATTNGATE_CUDA_CHECK(cudaEventRecord(stop_, stream_));
   hold_.release();
-  ATTNGATE_CUDA_CHECK(cudaDeviceSynchronize());
+  if (device_sync) ATTNGATE_CUDA_CHECK(cudaDeviceSynchronize());
+  else ATTNGATE_CUDA_CHECK(cudaStreamSynchronize(stream_));
   const auto t1 = Clock::now();
+
+  // What the call left on the harness stream or the device (undone before the next call).
+  ++c.series.calls;
+  const std::string left = verify::describe_state_change(clean_state_, verify::read_stream_state(stream_));
+  if (!left.empty() && c.series.stream_state_changes++ == 0) c.series.stream_state = left;
 
   CallTimes out;
   float ms = 0;
@@ -93,6 +106,54 @@ Harness::CallTimes Harness::timed_call(Contestant& c, size_t input, bool traced,
   out.wall_ms = std::chrono::duration<double, std::milli>(t1 - t0).count();
   out.held_timeout = hold_.last_timed_out();
   return out;
+}
+
+void Harness::check_timed_run(Contestant& c, const Scenario& s, const MeasureOptions& opt) {
+  const std::string& name = c.kernel->name;
+  verify::Problem& p = *c.inputs.front();
+  // New contents at the same pointers, from a seed no timed call used (the same for every kernel):
+  // a kernel that replays an earlier output, or skips calls after the first, is caught here.
+  p.fill(verify::scenario_seed(opt.seed ^ 0xC4EC4ED0ull, s.id, 0), Distribution::standard, stream_);
+  p.o.poison(stream_);
+  p.lse.poison(stream_);
+  timed_call(c, 0, false, next_call_id_++, /*device_sync=*/false);
+  const verify::OutputSnapshot seen = verify::read_outputs(p, stream_);
+  ATTNGATE_CUDA_CHECK(cudaDeviceSynchronize());
+  const verify::SnapshotDiff late = verify::diff_outputs(seen, verify::read_outputs(p, stream_));
+  if (late.o > 0 || late.lse > 0) {
+    int foreign = 0;
+    for (const auto& t : c.series.traces) foreign += t.foreign_stream_kernels;
+    const std::string what =
+        "the output read when the harness stream had finished changed after cudaDeviceSynchronize (" +
+        std::to_string(late.o) + " elements of O, " + std::to_string(late.lse) +
+        " of LSE): the kernel runs work on another stream, which the event timer does not see (CUPTI saw " +
+        std::to_string(foreign) + " kernels on other streams in " + std::to_string(c.series.traces.size()) +
+        " traced calls)";
+    // When CUPTI saw the side-stream kernels, the measurement stands and carries them
+    // (foreign_stream_kernels, which the gate reports as SIDE_STREAM_WORK); otherwise this check is
+    // the only witness, and the measurement is void.
+    if (foreign == 0) throw TimedRunCheckError(TimedRunCheckError::kSideStream, name, s.id, what);
+    std::cerr << "attngate_bench: timed-run check [" << TimedRunCheckError::kSideStream << "]: " << name << " on "
+              << s.id << ": " << what << std::endl;
+  }
+  const int64_t o_guard = p.o.guard_violations(stream_);
+  const int64_t lse_guard = p.lse.guard_violations(stream_);
+  const verify::GroundTruth truth = verify::gpu_ground_truth(p, stream_);
+  const std::vector<float> o = verify::o_as_float(seen.o, s.dtype);
+  const verify::ErrorStats eo = verify::compare(o.data(), truth.o.data(), int64_t(o.size()));
+  const verify::ErrorStats el = verify::compare(seen.lse.data(), truth.lse.data(), int64_t(seen.lse.size()));
+  // The initial kernel's absolute bounds of the suite defaults: loose enough for any kernel that
+  // passes verification, far below what a stale, skipped or partial output gives.
+  verify::Judgement j = verify::judge_absolute(eo, el, Tolerance{}.of(s.dtype));
+  if (o_guard > 0) j.fail("O: " + std::to_string(o_guard) + " bytes written outside the output tensor");
+  if (lse_guard > 0) j.fail("LSE: " + std::to_string(lse_guard) + " bytes written outside the LSE tensor");
+  if (j.pass) return;
+  std::string reasons;
+  for (const auto& r : j.reasons) reasons += (reasons.empty() ? "" : "; ") + r;
+  throw TimedRunCheckError(TimedRunCheckError::kWrongOutput, name, s.id,
+                           "one more call through the timed path, on new input contents at the same pointers "
+                           "(output re-poisoned), read when the harness stream had finished: " +
+                               reasons + " (so the timed calls are not the computation verification checked)");
 }
 
 Measurement Harness::measure(const Scenario& s, const std::vector<const KernelInfo*>& kernels,
@@ -212,6 +273,18 @@ Measurement Harness::measure(const Scenario& s, const std::vector<const KernelIn
     }
   }
   m.loop_s = seconds_since(t_loop);
+
+  // The timed calls must be the calls verification checked: same output, same stream, no state.
+  if (opt.check_timed_run)
+    for (auto& c : cs) check_timed_run(c, s, opt);
+  for (const auto& c : cs) {
+    if (c.series.stream_state_changes > 0)
+      throw TimedRunCheckError(TimedRunCheckError::kStreamState, c.kernel->name, s.id,
+                               std::to_string(c.series.stream_state_changes) + " of " + std::to_string(c.series.calls) +
+                                   " calls left " + c.series.stream_state +
+                                   "; a launch may only enqueue work on its stream (the harness undid it before "
+                                   "every timed call, so the times were not helped)");
+  }
 
   m.clock.available = clock_.available();
   m.clock.why = clock_.why();

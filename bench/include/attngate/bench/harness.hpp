@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -17,8 +18,28 @@
 #include "attngate/registry.hpp"
 #include "attngate/scenario.hpp"
 #include "attngate/verify/problem.hpp"
+#include "attngate/verify/verify_case.hpp"
 
 namespace attngate::bench {
+
+// Raised by Harness::measure when a kernel's timed calls are not what verification checked
+// (bench/README.md, "Checks of the timed run"). what() is
+//   "timed-run check [<kind>]: <kernel> on <scenario>: <what happened>"
+// with <kind> one of kWrongOutput, kSideStream, kStreamState.
+class TimedRunCheckError : public std::runtime_error {
+ public:
+  static constexpr const char* kWrongOutput = "wrong output";  // output of a timed-path call wrong or unwritten
+  static constexpr const char* kSideStream = "side stream";    // output completed only after a device-wide sync,
+                                                               // and CUPTI saw no kernel on another stream
+  static constexpr const char* kStreamState = "stream state";  // persisting-L2 window/limit left behind
+  TimedRunCheckError(const std::string& kind, const std::string& kernel, const std::string& scenario,
+                     const std::string& what)
+      : std::runtime_error("timed-run check [" + kind + "]: " + kernel + " on " + scenario + ": " + what), kind_(kind) {}
+  const std::string& kind() const { return kind_; }
+
+ private:
+  std::string kind_;
+};
 
 struct MeasureOptions {
   StopRule stop;
@@ -29,6 +50,9 @@ struct MeasureOptions {
   int max_traced = 16;      // no more traced blocks once every kernel has this many
   int input_sets = 3;       // input sets rotated through, fewer when memory is short
   uint64_t seed = 0x5EEDu;  // base seed of the input sets (verify::scenario_seed)
+  // After measuring, one more call per kernel through the timed path on new input contents at the
+  // same pointers, read when the harness stream finishes and checked against the fp32 reference.
+  bool check_timed_run = true;
 };
 
 // One kernel's samples, in call order.
@@ -41,6 +65,9 @@ struct KernelSeries {
   std::vector<size_t> traced_after;  // per traced call: untraced calls of this kernel before it
   std::vector<CallTrace> traces;  // traced calls, CUPTI's view
   int held_timeouts = 0;          // calls whose launch blocked until the stream hold timed out
+  int calls = 0;                  // every call through the timed path, warm-up included
+  int stream_state_changes = 0;   // calls that left a persisting-L2 window or limit behind (undone)
+  std::string stream_state;       // what the first such call left, in words
 };
 
 struct ClockSummary {
@@ -92,13 +119,18 @@ class Harness {
     double wall_ms = 0;
     bool held_timeout = false;
   };
-  CallTimes timed_call(Contestant& c, size_t input, bool traced, uint64_t call_id);
+  // `device_sync` false: wait for the harness stream only (the check of the timed run reads the
+  // output then, as a caller synchronizing its stream would).
+  CallTimes timed_call(Contestant& c, size_t input, bool traced, uint64_t call_id, bool device_sync = true);
+  // Throws TimedRunCheckError when c's kernel misbehaved in the timed path.
+  void check_timed_run(Contestant& c, const Scenario& s, const MeasureOptions& opt);
   void sample_clock(std::vector<ClockReading>& out) const;
 
   int device_ = 0;
   std::string device_name_;
   int device_sm_ = 0;
   cudaStream_t stream_ = nullptr;
+  verify::StreamState clean_state_;  // the harness stream and device as set up, before any kernel
   cudaEvent_t start_ = nullptr, stop_ = nullptr;
   uint64_t flush_bytes_ = 0;
   verify::DeviceBuffer flush_;
