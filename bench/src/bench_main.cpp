@@ -126,6 +126,7 @@ Options parse_own_flags(int& argc, char** argv) {
 
 // The reference kernel is a slow fp32 check, meant for the tiny smoke shapes only.
 bool wanted(const KernelInfo& k, const Suite& suite, const Scenario& s) {
+  if (!verify::planted_cheat_allowed(k, suite)) return false;  // cheats run on the adversarial suite only
   if (k.name == "reference" && suite.name != "smoke") return false;
   return k.supports(s.dtype, s.head_dim);
 }
