@@ -1,0 +1,534 @@
+#!/usr/bin/env python3
+"""attngate_compare.py: one comparison report of a candidate kernel against every baseline.
+
+Joins attngate_bench's Google Benchmark JSON (--benchmark_out; kernels registered in attngate:
+initial, candidate, cudnn, plugin_*) with attngate_baselines.py's JSON (PyTorch SDPA cuDNN and
+flash, FlashAttention-3/4) and prints, per scenario and as a geometric mean over the scenarios both
+ran, the candidate's speedup against each baseline: time_baseline / time_candidate on the median
+CUDA-event time (above 1: the candidate is faster). Where attngate_bench ran an interleaved
+comparison (--compare=candidate,X) that speedup and its 95% interval are used for X instead. Writes
+a terminal table, markdown (with device, clocks and versions: the dated table the issue asks for),
+the joined data as JSON, and a PNG: speedup per scenario, and TFLOPS per scenario against the
+device's dense bf16 peak (needs matplotlib; skipped with a note otherwise).
+
+  attngate_compare.py --bench gate_attngate.json --baselines gate_baselines.json \\
+      --kernels kernels.json --md gate_report.md --png gate_report.png
+  attngate_compare.py --self-test
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import statistics
+import sys
+import tempfile
+
+DEFAULT_PEAK_TFLOPS = 989.5
+# The order baselines are shown in; anything else follows alphabetically.
+PREFERRED = ("initial", "cudnn", "torch_cudnn", "torch_flash", "fa3", "fa4")
+LABELS = {"torch_cudnn": "PyTorch cuDNN", "torch_flash": "PyTorch flash", "fa3": "FA3", "fa4": "FA4",
+          "cudnn": "cuDNN (in-process)", "initial": "initial"}
+
+
+# ------------------------------------------------------------------------------------------------
+# Reading
+# ------------------------------------------------------------------------------------------------
+
+def entry(kernel, scenario, source, status="ok", reason="", event_ms=0.0, kernel_ms=0.0, tflops=0.0, **extra):
+    e = {"kernel": kernel, "scenario": scenario, "source": source, "status": status, "reason": reason,
+         "event_ms": float(event_ms), "kernel_ms": float(kernel_ms), "tflops": float(tflops)}
+    e.update(extra)
+    return e
+
+
+def read_bench(path):
+    """attngate_bench JSON -> (entries, interleaved pair speedups, context)."""
+    with open(path) as f:
+        doc = json.load(f)
+    ctx = doc.get("context", {})
+    runs, pairs = {}, {}
+    for b in doc.get("benchmarks", []):
+        if b.get("run_type", "iteration") != "iteration":
+            continue  # aggregates of --benchmark_repetitions: the iterations are taken instead
+        parts = b["name"].split("/")
+        if len(parts) < 2:
+            continue
+        kname, scenario = parts[0], parts[1]
+        if b.get("error_occurred"):
+            msg = b.get("error_message", "")
+            status = "unsupported" if msg.lower().startswith("unsupported") or "cudaErrorNotSupported" in msg else "error"
+            names = kname.split("_vs_")
+            for k in names:
+                runs.setdefault((k, scenario), []).append(entry(k, scenario, path, status, msg))
+            continue
+        extra = {"sm_clock_mhz": b.get("sm_clock_mhz", 0.0), "cv": b.get("cv", 0.0), "samples": b.get("samples", 0),
+                 "label": b.get("label", "")}
+        if "_vs_" in kname:  # --compare=K,B: one benchmark carries both kernels
+            k, base = kname.split("_vs_", 1)
+            runs.setdefault((k, scenario), []).append(
+                entry(k, scenario, path, event_ms=b["event_ms"], kernel_ms=b.get("kernel_ms", 0.0),
+                      tflops=b.get("tflops", 0.0), **extra))
+            runs.setdefault((base, scenario), []).append(
+                entry(base, scenario, path, event_ms=b["base_event_ms"], tflops=b.get("base_tflops", 0.0),
+                      sm_clock_mhz=extra["sm_clock_mhz"], cv=b.get("base_cv", 0.0)))
+            pairs[(k, base, scenario)] = (b["speedup"], b.get("speedup_lo", 0.0), b.get("speedup_hi", 0.0))
+        else:
+            runs.setdefault((kname, scenario), []).append(
+                entry(kname, scenario, path, event_ms=b["event_ms"], kernel_ms=b.get("kernel_ms", 0.0),
+                      tflops=b.get("tflops", 0.0), **extra))
+    out = {}
+    for key, es in runs.items():
+        ok = [e for e in es if e["status"] == "ok"]
+        if not ok:
+            out[key] = es[0]
+            continue
+        e = dict(ok[0])
+        for f in ("event_ms", "kernel_ms", "tflops", "sm_clock_mhz"):
+            e[f] = statistics.median([x.get(f, 0.0) for x in ok])
+        e["repetitions"] = len(ok)
+        out[key] = e
+    return out, pairs, ctx
+
+
+def read_baselines(path):
+    with open(path) as f:
+        doc = json.load(f)
+    if doc.get("schema") != "attngate.baseline_results/1":
+        raise SystemExit(f"attngate_compare: {path} is not attngate.baseline_results/1")
+    out = {}
+    for r in doc["results"]:
+        out[(r["baseline"], r["scenario"])] = entry(
+            r["baseline"], r["scenario"], path, r["status"], r.get("reason", ""), r.get("event_ms", 0.0),
+            r.get("kernel_ms", 0.0), r.get("tflops", 0.0), main_kernel=r.get("main_kernel", ""),
+            check=r.get("check"), cv=r.get("cv", 0.0))
+    return out, doc
+
+
+# ------------------------------------------------------------------------------------------------
+# Joining
+# ------------------------------------------------------------------------------------------------
+
+def geomean(xs):
+    xs = [x for x in xs if x and x > 0]
+    return math.exp(sum(math.log(x) for x in xs) / len(xs)) if xs else 0.0
+
+
+def order_baselines(names, candidate):
+    names = [n for n in names if n != candidate]
+    first = [n for n in PREFERRED if n in names]
+    return first + sorted(n for n in names if n not in first)
+
+
+def join(entries, pairs, candidate, scenario_order=None, metric="event_ms"):
+    """Per scenario: the candidate's time and, per baseline, the speedup time_b / time_candidate
+    (or the interleaved one), plus the geometric mean per baseline over scenarios both timed."""
+    scenarios = list(scenario_order or [])
+    for (_, s) in entries:
+        if s not in scenarios:
+            scenarios.append(s)
+    kernels = order_baselines({k for (k, _) in entries}, candidate)
+    rows = []
+    for s in scenarios:
+        c = entries.get((candidate, s))
+        row = {"scenario": s, "candidate": c, "cells": {}}
+        for b in kernels:
+            e = entries.get((b, s))
+            cell = {"entry": e, "speedup": None, "ci": None, "interleaved": False}
+            if (candidate, b, s) in pairs:
+                sp, lo, hi = pairs[(candidate, b, s)]
+                cell.update(speedup=sp, ci=(lo, hi), interleaved=True)
+            elif c and e and c["status"] == "ok" and e["status"] in ("ok", "wrong", "fallback") and \
+                    c[metric] > 0 and e[metric] > 0:
+                cell["speedup"] = e[metric] / c[metric]
+            row["cells"][b] = cell
+        if c is not None or any(v["entry"] for v in row["cells"].values()):
+            rows.append(row)
+    geo = {}
+    for b in kernels:
+        sps = [r["cells"][b]["speedup"] for r in rows if r["cells"][b]["speedup"]]
+        # Only baselines whose result is trustworthy count: a wrong or fallback run is shown, not averaged.
+        ok = [r["cells"][b]["speedup"] for r in rows if r["cells"][b]["speedup"] and
+              (r["cells"][b]["interleaved"] or r["cells"][b]["entry"]["status"] == "ok")]
+        geo[b] = {"geomean": geomean(ok), "n": len(ok), "n_shown": len(sps)}
+    return {"candidate": candidate, "metric": metric, "baselines": kernels, "rows": rows, "geomean": geo}
+
+
+def agreement(entries, a="cudnn", b="torch_cudnn", limit=0.03):
+    """The in-process cuDNN kernel against PyTorch's cuDNN backend, per scenario: time ratio a/b."""
+    out = []
+    for (k, s), e in entries.items():
+        if k != a or e["status"] != "ok":
+            continue
+        o = entries.get((b, s))
+        if o and o["status"] == "ok" and o["event_ms"] > 0 and e["event_ms"] > 0:
+            r = e["event_ms"] / o["event_ms"]
+            out.append({"scenario": s, "ratio": r, "within": abs(r - 1) <= limit})
+    return out
+
+
+# ------------------------------------------------------------------------------------------------
+# Output
+# ------------------------------------------------------------------------------------------------
+
+def cell_text(cell):
+    e, sp = cell["entry"], cell["speedup"]
+    if sp:
+        t = f"{sp:.3f}x"
+        if cell["interleaved"] and cell["ci"]:
+            t += f" [{cell['ci'][0]:.3f},{cell['ci'][1]:.3f}]"
+        if e and e["status"] not in ("ok",):
+            t += f" ({e['status']})"
+        return t
+    if e is None:
+        return "-"
+    return e["status"]
+
+
+def terminal_table(j):
+    bs = j["baselines"]
+    heads = ["scenario", f"{j['candidate']} ms", "TFLOPS"] + [f"vs {LABELS.get(b, b)}" for b in bs]
+    body = []
+    for r in j["rows"]:
+        c = r["candidate"]
+        body.append([r["scenario"], f"{c['event_ms']:.4f}" if c and c["event_ms"] else (c["status"] if c else "-"),
+                     f"{c['tflops']:.1f}" if c and c["tflops"] else ""] + [cell_text(r["cells"][b]) for b in bs])
+    body.append(["geomean", "", ""] + [f"{j['geomean'][b]['geomean']:.3f}x (n={j['geomean'][b]['n']})"
+                                       if j["geomean"][b]["n"] else "-" for b in bs])
+    widths = [max(len(str(x[i])) for x in [heads] + body) for i in range(len(heads))]
+    line = lambda cols: "  ".join(str(c).ljust(w) if i == 0 else str(c).rjust(w) for i, (c, w) in enumerate(zip(cols, widths)))
+    out = [line(heads), "  ".join("-" * w for w in widths)] + [line(b) for b in body[:-1]]
+    out += ["  ".join("-" * w for w in widths), line(body[-1])]
+    return "\n".join(out) + "\n"
+
+
+def markdown(j, meta):
+    bs = j["baselines"]
+    lines = [f"# {meta.get('title', 'attngate comparison')}", ""]
+    for k in ("date", "device", "clocks", "peak", "candidate", "method"):
+        if meta.get(k):
+            lines.append(f"- **{k}**: {meta[k]}")
+    if meta.get("versions"):
+        lines.append("- **versions**: " + ", ".join(f"{k} {v}" for k, v in meta["versions"].items() if v))
+    lines += ["", f"Speedup of `{j['candidate']}` = time of the baseline / time of `{j['candidate']}` "
+                  f"(median CUDA-event time per call, L2 flushed; above 1: `{j['candidate']}` is faster). "
+                  "Intervals: attngate_bench's interleaved comparison (95% bootstrap). A status instead of a "
+                  "number: the baseline did not produce a trustworthy time there (README).", ""]
+    lines.append("| scenario | " + f"{j['candidate']} ms | TFLOPS | " +
+                 " | ".join(f"vs {LABELS.get(b, b)}" for b in bs) + " |")
+    lines.append("|" + "---|" * (3 + len(bs)))
+    for r in j["rows"]:
+        c = r["candidate"]
+        lines.append(f"| {r['scenario']} | " + (f"{c['event_ms']:.4f}" if c and c["event_ms"] else (c["status"] if c else "-")) +
+                     " | " + (f"{c['tflops']:.1f}" if c and c["tflops"] else "") + " | " +
+                     " | ".join(cell_text(r["cells"][b]) for b in bs) + " |")
+    lines.append("| **geomean** | | | " + " | ".join(
+        f"**{j['geomean'][b]['geomean']:.3f}x** (n={j['geomean'][b]['n']})" if j["geomean"][b]["n"] else "-"
+        for b in bs) + " |")
+    # TFLOPS of everything, for the absolute picture.
+    lines += ["", "TFLOPS per kernel (scenario FLOPs / median event time):", ""]
+    ks = [j["candidate"]] + bs
+    lines.append("| scenario | " + " | ".join(LABELS.get(k, k) for k in ks) + " |")
+    lines.append("|" + "---|" * (1 + len(ks)))
+    for r in j["rows"]:
+        es = [r["candidate"]] + [r["cells"][b]["entry"] for b in bs]
+        lines.append(f"| {r['scenario']} | " + " | ".join(
+            (f"{e['tflops']:.1f}" + ("" if e["status"] == "ok" else f" ({e['status']})")) if e and e["tflops"] else
+            (e["status"] if e else "-") for e in es) + " |")
+    notes = meta.get("notes") or []
+    if notes:
+        lines += ["", "Notes:", ""] + [f"- {n}" for n in notes]
+    return "\n".join(lines) + "\n"
+
+
+def plot(j, peak, path, title):
+    """Two panels: the candidate's speedup per scenario against each baseline, and TFLOPS per
+    scenario of every kernel with the dense bf16 peak."""
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError as e:
+        return f"plot skipped: matplotlib is not installed ({e})"
+    rows = j["rows"]
+    names = [r["scenario"] for r in rows]
+    bs = j["baselines"]
+    n = len(rows)
+    fig, (ax1, ax2) = plt.subplots(2, 1, figsize=(max(10, 0.45 * n + 4), 10), constrained_layout=True)
+    width = 0.8 / max(1, len(bs))
+    cmap = plt.get_cmap("tab10")
+    top = 1.0
+    for i, b in enumerate(bs):
+        xs, ys = [], []
+        for x, r in enumerate(rows):
+            sp = r["cells"][b]["speedup"]
+            if sp:
+                xs.append(x - 0.4 + width * (i + 0.5))
+                ys.append(sp)
+                top = max(top, sp)
+        g = j["geomean"][b]
+        label = f"vs {LABELS.get(b, b)}" + (f" (geomean {g['geomean']:.3f}x)" if g["n"] else "")
+        ax1.bar(xs, ys, width=width, color=cmap(i % 10), label=label)
+    ax1.axhline(1.0, color="black", linewidth=1)
+    ax1.set_ylim(0, top * 1.35)  # room for the legend above the bars
+    ax1.set_ylabel(f"speedup of {j['candidate']}\n(time baseline / time {j['candidate']})")
+    ax1.set_xticks(range(n))
+    ax1.set_xticklabels(names, rotation=60, ha="right", fontsize=8)
+    ax1.set_title(title)
+    ax1.legend(fontsize=8, ncol=min(3, max(1, len(bs))))
+    ax1.grid(axis="y", alpha=0.3)
+    ks = [j["candidate"]] + bs
+    for i, k in enumerate(ks):
+        xs, ys = [], []
+        for x, r in enumerate(rows):
+            e = r["candidate"] if k == j["candidate"] else r["cells"][k]["entry"]
+            if e and e["tflops"] > 0:
+                xs.append(x)
+                ys.append(e["tflops"])
+        ax2.plot(xs, ys, marker="o", linestyle="-" if k == j["candidate"] else "--",
+                 linewidth=2.5 if k == j["candidate"] else 1.2, color=cmap(i % 10) if i else "black",
+                 label=LABELS.get(k, k))
+    if peak:
+        ax2.axhline(peak, color="red", linewidth=1)
+        ax2.text(n - 0.5, peak, f"dense bf16 peak {peak:g} TFLOPS", color="red", ha="right", va="bottom", fontsize=8)
+        ax2.set_ylim(0, peak * 1.08)
+        sec = ax2.secondary_yaxis("right", functions=(lambda t: 100 * t / peak, lambda p: p * peak / 100))
+        sec.set_ylabel("% of peak")
+    ax2.set_ylabel("TFLOPS")
+    ax2.set_xticks(range(n))
+    ax2.set_xticklabels(names, rotation=60, ha="right", fontsize=8)
+    ax2.legend(fontsize=8, ncol=min(4, len(ks)))
+    ax2.grid(alpha=0.3)
+    fig.savefig(path, dpi=130)
+    plt.close(fig)
+    return f"wrote {path}"
+
+
+def build_meta(ctx, base_doc, kernels_doc, candidate, peak):
+    meta = {"title": f"attngate: {candidate} against the baselines", "candidate": candidate,
+            "peak": f"{peak:g} TFLOPS dense bf16 (pct of peak in the plot)", "notes": []}
+    if ctx.get("date"):
+        meta["date"] = ctx["date"]
+    elif base_doc:
+        meta["date"] = base_doc.get("created", "")
+    dev = ctx.get("attngate_device") or (base_doc or {}).get("device", {}).get("name", "")
+    meta["device"] = dev + (f" ({ctx.get('host_name')})" if ctx.get("host_name") else "")
+    versions = {}
+    if base_doc:
+        v = base_doc.get("versions", {})
+        for k in ("torch", "cuda", "cudnn", "triton", "flash-attn-4", "flash_attn_3", "flash-attn-3",
+                  "nvidia-cutlass-dsl", "quack-kernels", "cuda-bindings"):
+            if v.get(k):
+                versions[{"cudnn": "PyTorch's cuDNN", "cuda": "PyTorch CUDA"}.get(k, k)] = v[k]
+        smi = base_doc.get("device", {}).get("nvidia_smi_before", {}).get("gpus", [])
+        if smi:
+            g = smi[0]
+            meta["clocks"] = (f"runner: SM {g.get('clocks.sm')} / max {g.get('clocks.max.sm')} MHz, driver "
+                              f"{g.get('driver_version')}, power limit {g.get('power.limit')} W")
+            versions["driver"] = g.get("driver_version")
+        for name, b in base_doc.get("baselines", {}).items():
+            if not b.get("available"):
+                meta["notes"].append(f"{LABELS.get(name, name)}: {b.get('why')}")
+        m = base_doc.get("method", {})
+        if m.get("iters"):
+            meta["method"] = (f"Python baselines: {m.get('warmup')} warm-ups, median of {m.get('iters')} calls, "
+                              f"{int(m.get('flush_bytes', 0)) >> 20} MB flush, {m.get('timer', 'CUDA events')}; "
+                              "attngate kernels: attngate_bench (bench/README.md)")
+    if kernels_doc:
+        for k in kernels_doc.get("kernels", []):
+            if k["name"] == "cudnn":
+                versions["in-process cuDNN"] = k["description"].split("; ")[1] if "; " in k["description"] else k["description"]
+    meta["versions"] = versions
+    return meta
+
+
+def sm_clock_line(entries):
+    clocks = [e.get("sm_clock_mhz", 0.0) for e in entries.values() if e.get("sm_clock_mhz")]
+    if not clocks:
+        return ""
+    return f"attngate_bench median SM clock {statistics.median(clocks):.0f} MHz (range {min(clocks):.0f}-{max(clocks):.0f})"
+
+
+def run(args):
+    entries, pairs, ctx = {}, {}, {}
+    order = []
+    for path in args.bench or []:
+        e, p, c = read_bench(path)
+        entries.update(e)
+        pairs.update(p)
+        ctx = ctx or c
+        for (_, s) in e:
+            if s not in order:
+                order.append(s)
+    base_doc = None
+    for path in args.baselines or []:
+        e, base_doc = read_baselines(path)
+        for key, v in e.items():
+            entries.setdefault(key, v)
+        for (_, s) in e:
+            if s not in order:
+                order.append(s)
+    if not entries:
+        raise SystemExit("attngate_compare: nothing to compare (give --bench and/or --baselines)")
+    kernels_doc = None
+    if args.kernels:
+        with open(args.kernels) as f:
+            kernels_doc = json.load(f)
+    peak = args.peak_tflops or float(ctx.get("attngate_peak_tflops", 0) or 0) or DEFAULT_PEAK_TFLOPS
+    if not any(k == args.candidate for (k, _) in entries):
+        raise SystemExit(f"attngate_compare: no results of the candidate '{args.candidate}' "
+                         f"(have: {', '.join(sorted({k for k, _ in entries}))})")
+    j = join(entries, pairs, args.candidate, order, args.metric)
+    meta = build_meta(ctx, base_doc, kernels_doc, args.candidate, peak)
+    clocks = sm_clock_line(entries)
+    if clocks:
+        meta["clocks"] = clocks + ("; " + meta["clocks"] if meta.get("clocks") else "")
+    agree = agreement(entries)
+    if agree:
+        worst = max(agree, key=lambda a: abs(a["ratio"] - 1))
+        n_in = sum(a["within"] for a in agree)
+        meta["notes"].append(f"in-process cudnn vs PyTorch cuDNN, time ratio per scenario: {n_in}/{len(agree)} within "
+                             f"3%, worst {worst['ratio']:.3f} on {worst['scenario']} (same cuDNN version required "
+                             "for this check to mean anything; see versions)")
+    print(terminal_table(j))
+    for n in meta["notes"]:
+        print("note: " + n)
+    if args.md:
+        with open(args.md, "w") as f:
+            f.write(markdown(j, meta))
+        print(f"attngate_compare: wrote {args.md}")
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"schema": "attngate.comparison/1", "meta": meta, "comparison": j, "agreement": agree}, f,
+                      indent=1, default=str)
+        print(f"attngate_compare: wrote {args.json}")
+    if args.png:
+        print("attngate_compare: " + plot(j, peak, args.png, meta["title"] + (f" — {meta['device']}" if meta.get("device") else "")))
+    return 0
+
+
+# ------------------------------------------------------------------------------------------------
+# --self-test
+# ------------------------------------------------------------------------------------------------
+
+def self_test():
+    failures = []
+
+    def check(cond, what):
+        if not cond:
+            failures.append(what)
+
+    def gb(name, **c):
+        d = {"name": name + "/iterations:1/manual_time", "run_type": "iteration", "real_time": c.get("event_ms", 0) * 1e3}
+        d.update(c)
+        return d
+
+    bench = {"context": {"date": "2026-11-29T10:00:00", "host_name": "h200", "attngate_device": "NVIDIA H200",
+                         "attngate_peak_tflops": "989.500000"},
+             "benchmarks": [
+                 gb("candidate/s1", event_ms=1.0, kernel_ms=0.99, tflops=500.0, sm_clock_mhz=1980),
+                 gb("initial/s1", event_ms=1.2, kernel_ms=1.19, tflops=416.7, sm_clock_mhz=1980),
+                 gb("cudnn/s1", event_ms=0.8, kernel_ms=0.79, tflops=625.0, sm_clock_mhz=1980),
+                 gb("candidate/s2", event_ms=2.0, kernel_ms=1.99, tflops=400.0, sm_clock_mhz=1900),
+                 gb("initial/s2", event_ms=4.0, kernel_ms=3.99, tflops=200.0, sm_clock_mhz=1900),
+                 {"name": "cudnn/s2/iterations:1/manual_time", "run_type": "iteration", "error_occurred": True,
+                  "error_message": "unsupported: cudnn: cuDNN 9.14.0 declines it: ..."},
+                 gb("candidate_vs_initial/s3", event_ms=1.0, base_event_ms=1.5, tflops=300.0, base_tflops=200.0,
+                    speedup=1.5, speedup_lo=1.45, speedup_hi=1.55),
+                 {"name": "candidate/s1", "run_type": "aggregate", "event_ms": 99.0},
+             ]}
+    base = {"schema": "attngate.baseline_results/1", "created": "2026-11-29T11:00:00+00:00",
+            "device": {"name": "NVIDIA H200", "nvidia_smi_before": {"gpus": [{"clocks.sm": "1980", "clocks.max.sm": "1980",
+                                                                              "driver_version": "580.159.04",
+                                                                              "power.limit": "700"}]}},
+            "method": {"warmup": 5, "iters": 30, "flush_bytes": 256 << 20},
+            "versions": {"torch": "2.11.0", "cudnn": "91900", "cuda": "13.0"},
+            "baselines": {"torch_cudnn": {"available": True, "why": ""},
+                          "fa4": {"available": False, "why": "not installed: ModuleNotFoundError: flash_attn"}},
+            "results": [
+                {"scenario": "s1", "suite": "gate", "baseline": "torch_cudnn", "status": "ok", "reason": "",
+                 "event_ms": 0.81, "kernel_ms": 0.8, "tflops": 617.0, "kernel_names": ["cudnn_x"]},
+                {"scenario": "s2", "suite": "gate", "baseline": "torch_cudnn", "status": "fallback", "reason": "math",
+                 "event_ms": 8.0, "kernel_ms": 7.9, "tflops": 100.0, "kernel_names": ["gemm"]},
+                {"scenario": "s1", "suite": "gate", "baseline": "fa4", "status": "not installed", "reason": "x",
+                 "event_ms": 0.0, "kernel_ms": 0.0, "tflops": 0.0, "kernel_names": []},
+            ]}
+    kernels = {"schema": "attngate.kernels/1", "kernels": [
+        {"name": "cudnn", "description": "cuDNN fused SDPA forward via the cudnn-frontend graph API; libcudnn 9.19.0 "
+                                         "(/x/libcudnn.so.9), built with cuDNN 9.19.0 headers; graphs cached"}]}
+    with tempfile.TemporaryDirectory() as d:
+        paths = {}
+        for name, doc in (("bench", bench), ("base", base), ("kernels", kernels)):
+            paths[name] = os.path.join(d, name + ".json")
+            with open(paths[name], "w") as f:
+                json.dump(doc, f)
+        entries, pairs, ctx = read_bench(paths["bench"])
+        check(entries[("candidate", "s1")]["event_ms"] == 1.0, "aggregates are ignored, iterations taken")
+        check(entries[("cudnn", "s2")]["status"] == "unsupported", "an unsupported benchmark is a skip, not an error")
+        check(entries[("initial", "s3")]["event_ms"] == 1.5 and pairs[("candidate", "initial", "s3")][0] == 1.5,
+              "comparison-mode benchmarks give both kernels and the interleaved speedup")
+        be, bdoc = read_baselines(paths["base"])
+        for k, v in be.items():
+            entries.setdefault(k, v)
+        j = join(entries, pairs, "candidate", ["s1", "s2", "s3"])
+        check(j["baselines"][:3] == ["initial", "cudnn", "torch_cudnn"], f"baseline order {j['baselines']}")
+        row = {r["scenario"]: r for r in j["rows"]}
+        check(abs(row["s1"]["cells"]["initial"]["speedup"] - 1.2) < 1e-12, "speedup = time_base / time_candidate")
+        check(abs(row["s1"]["cells"]["cudnn"]["speedup"] - 0.8) < 1e-12, "a slower candidate has speedup < 1")
+        check(row["s2"]["cells"]["cudnn"]["speedup"] is None, "no speedup where the baseline was unsupported")
+        check(row["s3"]["cells"]["initial"]["interleaved"], "the interleaved speedup is used")
+        g = j["geomean"]["initial"]
+        check(g["n"] == 3 and abs(g["geomean"] - (1.2 * 2.0 * 1.5) ** (1 / 3)) < 1e-12, f"geomean {g}")
+        check(j["geomean"]["torch_cudnn"]["n"] == 1 and j["geomean"]["torch_cudnn"]["n_shown"] == 2,
+              "a fallback is shown but not averaged")
+        check(j["geomean"]["fa4"]["n"] == 0, "not installed: nothing averaged")
+        agree = agreement(entries)
+        check(len(agree) == 1 and abs(agree[0]["ratio"] - 0.8 / 0.81) < 1e-12 and agree[0]["within"], f"agreement {agree}")
+        meta = build_meta(ctx, bdoc, kernels, "candidate", 989.5)
+        md = markdown(j, meta)
+        for want in ("| s1 |", "**geomean**", "NVIDIA H200", "torch 2.11.0", "in-process cuDNN libcudnn 9.19.0",
+                     "not installed", "1.500x [1.450,1.550]", "driver 580.159.04"):
+            check(want in md, f"markdown lacks {want!r}")
+        t = terminal_table(j)
+        check("geomean" in t and "unsupported" in t, "terminal table")
+        out_md, out_json, out_png = (os.path.join(d, x) for x in ("r.md", "r.json", "r.png"))
+        rc = run(argparse.Namespace(bench=[paths["bench"]], baselines=[paths["base"]], kernels=paths["kernels"],
+                                    candidate="candidate", metric="event_ms", peak_tflops=0.0, md=out_md,
+                                    json=out_json, png=out_png))
+        check(rc == 0 and os.path.exists(out_md) and os.path.exists(out_json), "run() wrote its files")
+        try:
+            import matplotlib  # noqa: F401
+            with open(out_png, "rb") as f:
+                check(f.read(8) == b"\x89PNG\r\n\x1a\n", "the plot is a PNG")
+        except ImportError:
+            print("self-test: SKIPPED the plot: matplotlib is not installed")
+    for f in failures:
+        print(f"self-test FAILED: {f}")
+    print("self-test: " + ("PASSED" if not failures else f"{len(failures)} failure(s)"))
+    return 0 if not failures else 1
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter,
+                                epilog="Details: bench/python/README.md")
+    p.add_argument("--bench", action="append", help="attngate_bench --benchmark_out JSON (repeatable)")
+    p.add_argument("--baselines", action="append", help="attngate_baselines.py JSON (repeatable)")
+    p.add_argument("--kernels", help="attngate_scenarios --kernels --json output (records the in-process cuDNN version)")
+    p.add_argument("--candidate", default="candidate", help="the kernel whose speedup is reported (default candidate)")
+    p.add_argument("--metric", default="event_ms", choices=("event_ms", "kernel_ms"),
+                   help="time compared (default: median CUDA-event time)")
+    p.add_argument("--peak-tflops", type=float, default=0.0, help="dense bf16 peak (default: attngate_bench's, else 989.5)")
+    p.add_argument("--md", help="markdown output")
+    p.add_argument("--json", help="joined data as JSON")
+    p.add_argument("--png", help="plot (needs matplotlib)")
+    p.add_argument("--self-test", action="store_true")
+    args = p.parse_args(argv)
+    if args.self_test:
+        return self_test()
+    return run(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
