@@ -19,6 +19,8 @@
 #include "attngate/bench/report.hpp"
 #include "attngate/registry.hpp"
 #include "attngate/scenario.hpp"
+#include "attngate/shard.hpp"
+#include "attngate/verify/gpu_pinning.hpp"
 #include "attngate/verify/problem.hpp"
 
 #ifndef ATTNGATE_DEFAULT_SCENARIO_DIR
@@ -43,6 +45,7 @@ struct Options {
   double peak_tflops = 0;  // 0: look the device up
   int bootstrap_resamples = 2000;
   bool print_fields = false;
+  ShardSpec shard;  // --shard=i/N: only this shard of the suite (ci/bench_all_gpus.py, CI matrices)
 };
 
 const char* kUsage =
@@ -58,6 +61,7 @@ const char* kUsage =
     "  --min-samples=N           untraced calls per kernel before the noise rule may stop (20)\n"
     "  --input-sets=N            input sets rotated through (default 3; fewer if memory is short)\n"
     "  --seed=N                  base seed of the inputs\n"
+    "  --shard=i/N               time only shard i of N of the suite (deterministic split by FLOPs)\n"
     "  --peak-tflops=F           dense bf16 peak for pct_peak (default: looked up by device name)\n"
     "  --bootstrap-resamples=N   resamples of the comparison's intervals (default 2000)\n"
     "  --print-fields            print the names of the JSON counters and exit\n";
@@ -116,6 +120,10 @@ Options parse_own_flags(int& argc, char** argv) {
     else if (name == "--peak-tflops") { need(); o.peak_tflops = parse_double(name, value); }
     else if (name == "--bootstrap-resamples") { need(); o.bootstrap_resamples = std::max(1, int(parse_int(name, value))); }
     else if (name == "--print-fields") { o.print_fields = true; }
+    else if (name == "--shard") {
+      need();
+      try { o.shard = parse_shard(value); } catch (const std::invalid_argument& e) { usage_error(e.what()); }
+    }
     else if (name == "--help" || name == "-h") { std::cout << kUsage << "\nGoogle Benchmark flags:\n"; argv[out++] = argv[i]; }
     else { argv[out++] = argv[i]; }
   }
@@ -200,6 +208,9 @@ int run(int argc, char** argv) {
     known += (known.empty() ? "" : ", ") + s.name;
   }
   if (!suite) usage_error("no suite '" + opt.suite + "' in " + opt.scenario_dir.string() + " (have: " + known + ")");
+  Suite sharded = *suite;
+  sharded.scenarios = shard_scenarios(suite->scenarios, opt.shard);
+  suite = &sharded;
 
   // CTest's smoke test counts this line as a skip (SKIP_REGULAR_EXPRESSION), never as a pass.
   const verify::DeviceStatus dev = verify::probe_device();
@@ -243,6 +254,8 @@ int run(int argc, char** argv) {
     g_report.kernel = k->name;
     g_report.base = base->name;
     g_report.suite = suite->name;
+    g_report.shard_index = opt.shard.index;
+    g_report.shard_count = opt.shard.count;
     g_report.device = harness.device_name();
     g_report.device_sm = harness.device_sm();
     fill_versions(g_report);
@@ -310,6 +323,7 @@ int run(int argc, char** argv) {
 
 int main(int argc, char** argv) {
   try {
+    verify::pin_to_ctest_gpu();
     return run(argc, argv);
   } catch (const std::exception& e) {
     std::cerr << "attngate_bench: " << e.what() << "\n";

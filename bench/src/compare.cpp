@@ -199,6 +199,7 @@ std::string to_json(const ComparisonReport& r, const SuiteSpeedup& s) {
   j["bootstrap_resamples"] = s.resamples;
   j["bootstrap_seed"] = s.seed;
   j["wall_s"] = num(r.wall_s);
+  j["shard"] = {{"index", r.shard_index}, {"of", r.shard_count}};
 
   // The SM clock over the run: per scenario the harness reads it after warm-up and after every
   // block pair; here the spread of the per-scenario medians and what any scenario saw.

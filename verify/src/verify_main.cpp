@@ -20,6 +20,7 @@
 #include "attngate/cuda_check.hpp"
 #include "attngate/registry.hpp"
 #include "attngate/scenario.hpp"
+#include "attngate/verify/gpu_pinning.hpp"
 #include "attngate/verify/problem.hpp"
 #include "attngate/verify/verify_case.hpp"
 
@@ -273,7 +274,8 @@ void emit_ctest(const Options& opt, const std::vector<Generated>& tests) {
     add_test("gate.setup", setup);
     f << "set_tests_properties(gate.setup PROPERTIES LABELS gate TIMEOUT 120)\n";
     add_test("gate.device", {opt.emit_exe, "--require-device=" + std::to_string(sm)});
-    f << "set_tests_properties(gate.device PROPERTIES LABELS [==[gate;gpu]==] DEPENDS gate.setup TIMEOUT 120)\n";
+    f << "set_tests_properties(gate.device PROPERTIES LABELS [==[gate;gpu]==] DEPENDS gate.setup TIMEOUT 120"
+         " RESOURCE_GROUPS gpus:1)\n";
   }
 
   for (const auto& t : tests) {
@@ -283,7 +285,7 @@ void emit_ctest(const Options& opt, const std::vector<Generated>& tests) {
     add_test(t.ctest_name, argv);
     f << "set_tests_properties(" << quoted(t.ctest_name) << " PROPERTIES LABELS " << quoted(join(t.labels))
       << " SKIP_REGULAR_EXPRESSION [==[\\[  SKIPPED \\]]==] TIMEOUT " << kVerifyTimeoutS
-      << (gate && t.gate ? " DEPENDS gate.setup" : "") << ")\n";
+      << (gate && t.gate ? " DEPENDS gate.setup" : "") << " RESOURCE_GROUPS gpus:1)\n";
   }
 
   if (gate) {
@@ -295,7 +297,8 @@ void emit_ctest(const Options& opt, const std::vector<Generated>& tests) {
     // RUN_SERIAL: nothing else runs while it times. Without a GPU the bench prints SKIPPED (a skip,
     // never a pass) and the report fails for want of its JSON.
     f << "set_tests_properties(gate.performance PROPERTIES LABELS [==[gate;gpu;bench]==] RUN_SERIAL TRUE DEPENDS "
-      << quoted(join(after)) << " SKIP_REGULAR_EXPRESSION [==[SKIPPED:]==] TIMEOUT " << kPerfTimeoutS << ")\n";
+      << quoted(join(after)) << " SKIP_REGULAR_EXPRESSION [==[SKIPPED:]==] TIMEOUT " << kPerfTimeoutS
+      << " RESOURCE_GROUPS gpus:1)\n";
     after.insert(after.begin() + 1, "gate.device");
     after.push_back("gate.performance");
     add_test("gate.report", report_args);
@@ -383,6 +386,7 @@ TEST(selfcheck, host_inputs_match_device) {
 }
 
 int main(int argc, char** argv) {
+  verify::pin_to_ctest_gpu();
   testing::InitGoogleTest(&argc, argv);
   options() = parse(argc, argv);
   const Options& opt = options();

@@ -55,6 +55,7 @@ struct ComparisonReport {
   int resamples = 2000;
   uint64_t seed = 20261129;
   double wall_s = 0;  // whole run, process start to report
+  int shard_index = 0, shard_count = 1;  // --shard=i/N: this report holds shard i of N
 };
 
 // Fills driver_version, cuda_driver_version and cuda_runtime_version from the machine (NVML's
