@@ -38,6 +38,7 @@
 
 #include "attngate/registry.hpp"
 #include "attngate/scenario.hpp"
+#include "attngate/verify/gpu_pinning.hpp"
 
 namespace {
 
@@ -613,6 +614,8 @@ int main(int argc, char** argv) {
       std::cerr << "attngate_adversarial: '" << cheat << "' is not in " << p.catalogue << "\n";
       return 2;
     }
+    // With `ctest --resource-spec-file`, the GPU CTest allocated; the children inherit it.
+    attngate::verify::pin_to_ctest_gpu();
     if (const std::string why = device_check ? no_gpu_reason() : ""; !why.empty()) {
       std::cout << kSkipped << why << std::endl;
       return 0;
