@@ -113,13 +113,14 @@ std::string describe_state_change(const StreamState& before, const StreamState& 
 }
 
 void reset_stream_state(cudaStream_t st, const StreamState& baseline) {
-  cudaStreamAttrValue none{};
-  none.accessPolicyWindow.base_ptr = nullptr;
-  none.accessPolicyWindow.num_bytes = 0;
-  none.accessPolicyWindow.hitRatio = 0.f;
-  none.accessPolicyWindow.hitProp = cudaAccessPropertyNormal;
-  none.accessPolicyWindow.missProp = cudaAccessPropertyNormal;
-  ATTNGATE_CUDA_CHECK(cudaStreamSetAttribute(st, cudaStreamAttributeAccessPolicyWindow, &none));
+  // As the CUDA Programming Guide resets L2 access to normal: the window's size to 0 (the other
+  // fields as they were, so they stay valid), the set-aside back, persisting lines to normal.
+  cudaStreamAttrValue window{};
+  ATTNGATE_CUDA_CHECK(cudaStreamGetAttribute(st, cudaStreamAttributeAccessPolicyWindow, &window));
+  window.accessPolicyWindow.num_bytes = 0;
+  window.accessPolicyWindow.hitProp = cudaAccessPropertyNormal;
+  window.accessPolicyWindow.missProp = cudaAccessPropertyNormal;
+  ATTNGATE_CUDA_CHECK(cudaStreamSetAttribute(st, cudaStreamAttributeAccessPolicyWindow, &window));
   size_t limit = 0;
   if (cudaDeviceGetLimit(&limit, cudaLimitPersistingL2CacheSize) == cudaSuccess) {
     if (limit != baseline.persisting_l2_limit)
