@@ -457,7 +457,7 @@ class Checker {
     }
     const Child c = run_child({p_.sanitizer.string(), "--tool", s.tool, "--error-exitcode", "1", p_.verify.string(),
                                "--gtest_filter=" + e_.name + "." + s.scenario, "--scenarios=" + p_.scenarios.string()},
-                              p_.work / ("sanitizer_" + s.tool + ".log"), 1800);
+                              p_.work / ("sanitizer_" + s.tool + ".log"), 1200);
     const std::string what = s.tool + " (" + c.status() + ")";
     if (c.timed_out || c.signal) {
       fail(what + ": did not finish; last output:\n" + tail(c.output));
