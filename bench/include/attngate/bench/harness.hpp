@@ -122,8 +122,9 @@ class Harness {
   // `device_sync` false: wait for the harness stream only (the check of the timed run reads the
   // output then, as a caller synchronizing its stream would).
   CallTimes timed_call(Contestant& c, size_t input, bool traced, uint64_t call_id, bool device_sync = true);
-  // Throws TimedRunCheckError when c's kernel misbehaved in the timed path.
-  void check_timed_run(Contestant& c, const Scenario& s, const MeasureOptions& opt);
+  // One more call of c's kernel through the timed path on its first input set, which holds the
+  // contents `truth` was computed from; throws TimedRunCheckError when the output is not right.
+  void check_timed_run(Contestant& c, const Scenario& s, const verify::GroundTruth& truth);
   void sample_clock(std::vector<ClockReading>& out) const;
 
   int device_ = 0;
