@@ -7,6 +7,9 @@
 #
 #   ci/install_fa4_offline.sh [TARGET]        (default TARGET: <repo>/.carry/fa4)
 #   WHEELS=/path/to/wheels ci/install_fa4_offline.sh
+#     WHEELS holds the wheels with FA4_WHEELS and FA4_SHA256SUMS, or the pieces
+#     fa4-wheels.tar.partNN the fetch script wrote to .whl/parts (all of them), which are joined
+#     and unpacked there first
 #   eval "$(ci/install_fa4_offline.sh --print-env)"     (after installing: only the export line)
 set -euo pipefail
 
@@ -27,6 +30,13 @@ if ((print_env)); then
   exit 0
 fi
 
+if [[ ! -f "$wheels/FA4_WHEELS" ]] && compgen -G "$wheels/fa4-wheels.tar.part*" >/dev/null; then
+  echo "install_fa4_offline: joining $(ls "$wheels"/fa4-wheels.tar.part* | wc -l) pieces in $wheels"
+  cat "$wheels"/fa4-wheels.tar.part* | tar -x -C "$wheels" || {
+    echo "install_fa4_offline: the pieces in $wheels do not make a whole tar (one missing?)" >&2
+    exit 1
+  }
+fi
 if [[ ! -f "$wheels/FA4_WHEELS" ]]; then
   echo "install_fa4_offline: no $wheels/FA4_WHEELS: run ci/fetch_fa4_wheels.sh on a machine with PyPI and carry .whl/ here" >&2
   exit 1
