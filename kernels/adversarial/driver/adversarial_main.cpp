@@ -465,7 +465,7 @@ class Checker {
     }
     long findings = -1;
     std::smatch m;
-    const std::regex race(R"(RACECHECK SUMMARY: (\d+) hazard)"), errors(R"(ERROR SUMMARY: (\d+) error)");
+    const std::regex race(R"(RACECHECK SUMMARY: (\d+))"), errors(R"(ERROR SUMMARY: (\d+))");
     if (std::regex_search(c.output, m, race) || std::regex_search(c.output, m, errors)) findings = std::stol(m[1]);
     if (findings < 0) {
       fail(what + ": no summary line in its output:\n" + tail(c.output));
