@@ -19,6 +19,7 @@
 #include <dlfcn.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <iostream>
 #include <map>
@@ -162,6 +163,15 @@ class Cache {
     ATTNGATE_CUDNN_CALL(cudnnCreate(&h));
     handles_.emplace(device, h);  // never destroyed: it must outlive every cached graph
     std::fprintf(stderr, "attngate: cudnn kernel on device %d: %s\n", device, version_string().c_str());
+#ifdef ATTNGATE_CUDNN_LINKED
+    char* loaded = realpath(loaded_library_path().c_str(), nullptr);
+    if (loaded == nullptr || std::strcmp(loaded, ATTNGATE_CUDNN_LINKED) != 0)
+      std::fprintf(stderr,
+                   "attngate: cudnn kernel: WARNING: the build linked %s, but this process loaded %s "
+                   "(another cuDNN on LD_LIBRARY_PATH?)\n",
+                   ATTNGATE_CUDNN_LINKED, loaded ? loaded : loaded_library_path().c_str());
+    std::free(loaded);
+#endif
     return h;
   }
 
