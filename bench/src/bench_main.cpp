@@ -17,6 +17,8 @@
 #include "attngate/bench/device_peak.hpp"
 #include "attngate/bench/harness.hpp"
 #include "attngate/bench/report.hpp"
+#include "attngate/kernel_status.hpp"
+#include "attngate/plugin_loader.hpp"
 #include "attngate/registry.hpp"
 #include "attngate/scenario.hpp"
 #include "attngate/shard.hpp"
@@ -153,6 +155,10 @@ void run_single(benchmark::State& st, Harness& h, const KernelInfo* k, const Sce
     try {
       m = h.measure(s, {k}, mo);
     } catch (const std::exception& e) {
+      if (auto why = attngate::unsupported_reason(e)) {
+        st.SkipWithError(("unsupported: " + *why).c_str());
+        break;
+      }
       ++g_failures;
       st.SkipWithError(e.what());
       break;
@@ -171,6 +177,10 @@ void run_compare(benchmark::State& st, Harness& h, const KernelInfo* k, const Ke
     try {
       m = h.measure(s, {k, base}, mo);
     } catch (const std::exception& e) {
+      if (auto why = attngate::unsupported_reason(e)) {
+        st.SkipWithError(("unsupported: " + *why).c_str());
+        break;
+      }
       ++g_failures;
       g_report.failed.emplace_back(s.id, e.what());
       st.SkipWithError(e.what());
@@ -189,6 +199,7 @@ void run_compare(benchmark::State& st, Harness& h, const KernelInfo* k, const Ke
 }
 
 int run(int argc, char** argv) {
+  if (!attngate::plugin::load_plugins(argc, argv)) return 2;
   const auto t_start = std::chrono::steady_clock::now();
   Options opt = parse_own_flags(argc, argv);
   if (opt.print_fields) {

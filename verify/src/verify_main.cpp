@@ -18,6 +18,8 @@
 #include <nlohmann/json.hpp>
 
 #include "attngate/cuda_check.hpp"
+#include "attngate/kernel_status.hpp"
+#include "attngate/plugin_loader.hpp"
 #include "attngate/registry.hpp"
 #include "attngate/scenario.hpp"
 #include "attngate/verify/gpu_pinning.hpp"
@@ -150,6 +152,11 @@ class VerifyTest : public testing::Test {
       EXPECT_TRUE(outcome.pass()) << kernel_ << " fails on " << s_.id << " (" << s_.origin << ")";
     } catch (const std::exception& e) {
       cudaStreamDestroy(stream);
+      // A kernel that declines a shape (cuDNN) is skipped with its reason, never passed.
+      if (auto why = attngate::unsupported_reason(e)) {
+        write_result(kernel_, s_, "skipped", *why, nullptr);
+        GTEST_SKIP() << *why;
+      }
       write_result(kernel_, s_, "error", e.what(), nullptr);
       throw;
     }
@@ -387,6 +394,7 @@ TEST(selfcheck, host_inputs_match_device) {
 
 int main(int argc, char** argv) {
   verify::pin_to_ctest_gpu();
+  if (!attngate::plugin::load_plugins(argc, argv)) return 2;
   testing::InitGoogleTest(&argc, argv);
   options() = parse(argc, argv);
   const Options& opt = options();
