@@ -60,7 +60,7 @@ def bench(args, kernel, out_json, only=None, time_cap=None):
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--build-dir", default=os.path.join(ROOT, "build", "gpu"))
-    ap.add_argument("--suite", default="full", help="suite to benchmark (default full)")
+    ap.add_argument("--suite", help="suite to benchmark (default: the reference's suite; full when recording)")
     ap.add_argument("--kernels", default="candidate", help="comma-separated kernels to track")
     ap.add_argument("--yardstick", default="initial", help="kernel every figure is relative to")
     ap.add_argument("--baseline", help="reference results (default ci/baselines/<gpu>.json)")
@@ -77,6 +77,11 @@ def main():
 
     name, driver = gpu_name()
     baseline = args.baseline or os.path.join(ROOT, "ci", "baselines", slug(name) + ".json")
+    if args.suite is None:
+        args.suite = "full"
+        if not args.record and os.path.exists(baseline):
+            with open(baseline) as f:
+                args.suite = json.load(f).get("suite", "full")
     os.makedirs(args.out, exist_ok=True)
 
     if not args.skip_build:
