@@ -155,13 +155,15 @@ std::map<std::string, LoggedTest> parse_ctest_log(const std::string& text) {
   return out;
 }
 
-// Accumulates reasons, one entry per code, scenarios in suite order.
+// Accumulates reasons, one entry per code, each scenario once, in suite order (verification and the
+// bench's timed-run check can both report the same scenario under one code).
 class Reasons {
  public:
   void add(const std::string& code, const std::string& scenario, const std::string& detail) {
     for (auto& r : reasons_)
       if (r.code == code) {
-        if (!scenario.empty()) r.scenarios.push_back(scenario);
+        if (!scenario.empty() && std::find(r.scenarios.begin(), r.scenarios.end(), scenario) == r.scenarios.end())
+          r.scenarios.push_back(scenario);
         return;
       }
     reasons_.push_back({code, scenario.empty() ? std::vector<std::string>{} : std::vector<std::string>{scenario}, detail});

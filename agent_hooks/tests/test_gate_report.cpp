@@ -331,6 +331,21 @@ TEST_F(ReportCmd, SkippedErroredAndFailedResults) {
   EXPECT_NE(test::slurp(gate / "report.md").find("| gate_b | **no** | 0.41 |"), std::string::npos);
 }
 
+// Seen on the H200 with a broken causal mask: verification and the bench's timed-run check both
+// reported each causal scenario, and the reason listed every one twice.
+TEST_F(ReportCmd, AScenarioFailedTwiceIsListedOnce) {
+  ASSERT_EQ(prepare().exit_code, 0);
+  all_passed();
+  result("gate_b", "failed", 0.41, "", "O max abs 0.41 > 0.0121");
+  auto rows = good_rows();
+  json p = perf_json(rows);
+  p["failed"] = json::array(
+      {{{"id", "gate_b"}, {"error", "timed-run check [wrong output]: candidate on gate_b: O max abs 0.5"}}});
+  perf(p);
+  EXPECT_EQ(report().exit_code, 1);
+  EXPECT_EQ(reason(report_json(), "CORRECTNESS_FAILED")["scenarios"], json::array({"gate_b"}));
+}
+
 TEST_F(ReportCmd, GeomeanJudgedByItsCILowerBound) {
   ASSERT_EQ(prepare().exit_code, 0);
   all_passed();
