@@ -1,4 +1,5 @@
 #include "attngate/hooks/questions.hpp"
+#include "attngate/hooks/yaml_file.hpp"
 
 #include <algorithm>
 #include <set>
@@ -34,14 +35,7 @@ bool is_trigger(const std::string& name) {
 }
 
 void QuestionBank::load(const std::filesystem::path& file) {
-  YAML::Node root;
-  try {
-    root = YAML::LoadFile(file.string());
-  } catch (const YAML::BadFile&) {
-    throw std::runtime_error("cannot read " + file.string());
-  } catch (const YAML::Exception& e) {
-    throw std::runtime_error(file.string() + ":" + std::to_string(e.mark.line + 1) + ": " + e.msg);
-  }
+  const YAML::Node root = load_yaml_file(file);
   const YAML::Node questions = root.IsMap() ? root["questions"] : YAML::Node();
   if (!questions || !questions.IsMap())
     throw std::runtime_error(file.string() + ": expected a 'questions:' map of trigger -> list of {id, text}");

@@ -1,4 +1,5 @@
 #include "attngate/hooks/supervisor.hpp"
+#include "attngate/hooks/yaml_file.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -48,14 +49,7 @@ struct Best {
 }  // namespace
 
 void apply_supervisor_file(SupervisorConfig& c, const std::filesystem::path& file) {
-  YAML::Node root;
-  try {
-    root = YAML::LoadFile(file.string());
-  } catch (const YAML::BadFile&) {
-    throw std::runtime_error("cannot read " + file.string());
-  } catch (const YAML::Exception& e) {
-    throw std::runtime_error(file.string() + ":" + std::to_string(e.mark.line + 1) + ": " + e.msg);
-  }
+  const YAML::Node root = load_yaml_file(file);
   if (root.IsNull()) return;
   if (!root.IsMap()) throw std::runtime_error(where(file, root) + ": expected a map of sections");
 
