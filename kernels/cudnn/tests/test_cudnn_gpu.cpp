@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "attngate/cudnn_kernel.h"
+#include "bshd_params.hpp"
 #include "attngate/registry.hpp"
 
 namespace {
@@ -36,30 +37,7 @@ struct Buffers {
 };
 
 AttnParams contiguous(const Buffers& b, int batch, int sq, int sk, int hq, int hkv, int d, bool causal) {
-  AttnParams p{};
-  p.q = b.q;
-  p.k = b.k;
-  p.v = b.v;
-  p.o = b.o;
-  p.lse = b.lse;
-  p.q_row_stride = p.o_row_stride = int64_t(hq) * d;
-  p.q_head_stride = p.o_head_stride = d;
-  p.q_batch_stride = p.o_batch_stride = int64_t(sq) * hq * d;
-  p.k_row_stride = p.v_row_stride = int64_t(hkv) * d;
-  p.k_head_stride = p.v_head_stride = d;
-  p.k_batch_stride = p.v_batch_stride = int64_t(sk) * hkv * d;
-  p.lse_head_stride = sq;
-  p.lse_batch_stride = int64_t(hq) * sq;
-  p.batch = batch;
-  p.seqlen_q = sq;
-  p.seqlen_k = sk;
-  p.heads_q = hq;
-  p.heads_kv = hkv;
-  p.head_dim = d;
-  p.softmax_scale = 1.0f / std::sqrt(float(d));
-  p.causal = causal;
-  p.dtype = DType::bf16;
-  return p;
+  return attngate::cudnn_test::bshd_params(batch, sq, sk, hq, hkv, d, causal, b.q, b.k, b.v, b.o, b.lse);
 }
 
 void allocate(Buffers& b, int batch, int sq, int sk, int hq, int hkv, int d) {

@@ -1,6 +1,7 @@
 // How the cudnn kernel maps attngate problems onto cuDNN's SDPA (no cuDNN, no GPU needed).
 #include <gtest/gtest.h>
 
+#include "bshd_params.hpp"
 #include "cudnn_plan.hpp"
 
 namespace {
@@ -9,32 +10,12 @@ using attngate::AttnParams;
 using attngate::DType;
 using namespace attngate::cudnn_sdpa;
 
-// Contiguous BSHD problem, like verify::make_params.
+// Contiguous BSHD problem at fixed fake addresses (plans never dereference them).
 AttnParams problem(int b, int sq, int sk, int hq, int hkv, int d, bool causal) {
-  AttnParams p{};
-  p.q = reinterpret_cast<const void*>(uintptr_t(0x10000));
-  p.k = reinterpret_cast<const void*>(uintptr_t(0x20000));
-  p.v = reinterpret_cast<const void*>(uintptr_t(0x30000));
-  p.o = reinterpret_cast<void*>(uintptr_t(0x40000));
-  p.lse = reinterpret_cast<float*>(uintptr_t(0x50000));
-  p.q_row_stride = p.o_row_stride = int64_t(hq) * d;
-  p.q_head_stride = p.o_head_stride = d;
-  p.q_batch_stride = p.o_batch_stride = int64_t(sq) * hq * d;
-  p.k_row_stride = p.v_row_stride = int64_t(hkv) * d;
-  p.k_head_stride = p.v_head_stride = d;
-  p.k_batch_stride = p.v_batch_stride = int64_t(sk) * hkv * d;
-  p.lse_head_stride = sq;
-  p.lse_batch_stride = int64_t(hq) * sq;
-  p.batch = b;
-  p.seqlen_q = sq;
-  p.seqlen_k = sk;
-  p.heads_q = hq;
-  p.heads_kv = hkv;
-  p.head_dim = d;
-  p.softmax_scale = 1.0f / 8;
-  p.causal = causal;
-  p.dtype = DType::bf16;
-  return p;
+  return attngate::cudnn_test::bshd_params(
+      b, sq, sk, hq, hkv, d, causal, reinterpret_cast<const void*>(uintptr_t(0x10000)),
+      reinterpret_cast<const void*>(uintptr_t(0x20000)), reinterpret_cast<const void*>(uintptr_t(0x30000)),
+      reinterpret_cast<void*>(uintptr_t(0x40000)), reinterpret_cast<float*>(uintptr_t(0x50000)));
 }
 
 TEST(CudnnPlan, NonCausalIsPassedAsIs) {
