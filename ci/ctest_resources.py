@@ -1,13 +1,15 @@
 #!/usr/bin/env python3
 """Writes a CTest resource specification with one `gpus` slot per GPU present.
 
-  ci/ctest_resources.py build/gpu/gpus.json
+  ci/ctest_resources.py build/gpu/gpus.json [--slots K] [--gpus N]
   ctest --test-dir build/gpu --resource-spec-file build/gpu/gpus.json -j 16 -L verify
 
 Every GPU test declares RESOURCE_GROUPS "gpus:1"; CTest hands each one GPU's id in
 CTEST_RESOURCE_GROUP_0_GPUS and the test binaries pin themselves to it (CUDA_VISIBLE_DEVICES), so
-`ctest -j N` spreads verification over all GPUs with one test per GPU at a time.
+`ctest -j N` spreads verification over all GPUs, at most K tests per GPU at a time (default 1;
+correctness tests overlap their host work well with K = 4). --gpus N uses only the first N GPUs.
 """
+import argparse
 import json
 import subprocess
 import sys
@@ -24,17 +26,23 @@ def spec(ids, slots=1):
 
 
 def main(argv):
-    if len(argv) != 2:
-        sys.exit(__doc__)
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("out")
+    ap.add_argument("--slots", type=int, default=1)
+    ap.add_argument("--gpus", type=int)
+    a = ap.parse_args(argv[1:])
+    if a.slots < 1:
+        ap.error("--slots must be >= 1")
     try:
         ids = gpu_ids()
     except (OSError, subprocess.CalledProcessError) as e:
         sys.exit(f"ctest_resources: no GPUs found ({e})")
+    ids = ids[: a.gpus or None]
     if not ids:
         sys.exit("ctest_resources: no GPUs found")
-    with open(argv[1], "w") as f:
-        json.dump(spec(ids), f, indent=1)
-    print(f"ctest_resources: {len(ids)} GPU(s) -> {argv[1]}")
+    with open(a.out, "w") as f:
+        json.dump(spec(ids, a.slots), f, indent=1)
+    print(f"ctest_resources: {len(ids)} GPU(s), {a.slots} slot(s) each -> {a.out}")
 
 
 if __name__ == "__main__":

@@ -2,7 +2,9 @@
 # Validates a GPU machine end to end in one call and writes every log and result under $1:
 # build, unit tests, every verify test, the gate (pass at a loose target, fail at a tight one,
 # fail on a broken candidate), the planted cheats, the sanitizers, and the benchmark figures.
-# Stages can be chosen: ci/gpu_validation.sh OUT [build unit verify gate adversarial sanitize bench]
+# Stages can be chosen: ci/gpu_validation.sh OUT [build unit verify gate adversarial sanitize bench
+# cudnn baselines multigpu] (the last three are not in the default set: cudnn needs the
+# cudnn-frontend headers and ATTNGATE_CMAKE_ARGS=-DATTNGATE_CUDNN=ON, multigpu several GPUs).
 set -uo pipefail
 out=${1:?usage: ci/gpu_validation.sh OUT_DIR [stages...]}
 shift
@@ -82,4 +84,39 @@ if has bench; then
   bench/attngate_bench --suite=prod --benchmark_filter='^(initial|cudnn)/' --benchmark_out="$out/prod_bench.json" \
     --benchmark_out_format=json >"$out/prod_bench.log" 2>&1
   echo "prod bench rc=$?"
+fi
+if has cudnn; then
+  step "cudnn: every verify test and its own GPU checks"
+  SECONDS=0
+  ctest -R '^(verify|gpu)\.cudnn' -j "$jobs" --output-on-failure >"$out/cudnn.log" 2>&1
+  echo "cudnn rc=$? ${SECONDS}s"; summary "$out/cudnn.log"
+  grep -c "Skipped" "$out/cudnn.log" | sed 's/^/skipped: /'
+fi
+if has baselines; then
+  step "baselines: attngate kernels and the Python ones on the gate suite, one report"
+  bench/attngate_bench --suite=gate --benchmark_filter='^(initial|candidate|cudnn)/' \
+    --benchmark_out="$out/gate_attngate.json" --benchmark_out_format=json >"$out/gate_attngate.log" 2>&1
+  echo "attngate bench rc=$?"
+  scenarios/tools/attngate_scenarios --kernels --json >"$out/kernels.json"
+  PYTHONUNBUFFERED=1 python3 "$root/bench/python/attngate_baselines.py" --suite gate \
+    --attngate-scenarios scenarios/tools/attngate_scenarios --out "$out/gate_baselines.json" >"$out/baselines.log" 2>&1
+  echo "baselines rc=$?"
+  python3 "$root/bench/python/attngate_compare.py" --bench "$out/gate_attngate.json" --baselines "$out/gate_baselines.json" \
+    --kernels "$out/kernels.json" --md "$out/gate_report.md" --png "$out/gate_report.png" >"$out/compare.log" 2>&1
+  echo "compare rc=$?"; tail -4 "$out/compare.log"
+fi
+if has multigpu; then
+  n=$(nvidia-smi -L | wc -l)
+  for g in 1 "$n"; do
+    step "full suite verification on $g GPU(s)"
+    python3 "$root/ci/ctest_resources.py" "gpus$g.json" --gpus "$g" --slots 4
+    SECONDS=0
+    ctest --resource-spec-file "gpus$g.json" -L full -R '^verify\.' -j $((4 * g)) >"$out/full_${g}gpu.log" 2>&1
+    echo "full on $g GPU(s): rc=$? ${SECONDS}s"; summary "$out/full_${g}gpu.log"
+  done
+  step "benchmarks: one process on one GPU, then one per GPU merged"
+  CUDA_VISIBLE_DEVICES=0 bench/attngate_bench --suite=gate --compare=candidate,initial \
+    --compare_out="$out/bench_1gpu.json" >"$out/bench_1gpu.log" 2>&1; echo "1 GPU rc=$?"
+  python3 "$root/ci/bench_all_gpus.py" --build-dir "$b" --suite gate --compare candidate,initial \
+    --out "$out/bench_all" >"$out/bench_all.log" 2>&1; echo "all GPUs rc=$?"; tail -2 "$out/bench_all.log"
 fi

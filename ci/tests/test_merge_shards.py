@@ -64,3 +64,11 @@ class MergeVerify(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class ResourceSpec(unittest.TestCase):
+    def test_one_entry_per_gpu_with_slots(self):
+        import ctest_resources as cr
+        s = cr.spec(["0", "1"], 4)
+        self.assertEqual(s["version"], {"major": 1, "minor": 0})
+        self.assertEqual(s["local"][0]["gpus"], [{"id": "0", "slots": 4}, {"id": "1", "slots": 4}])
