@@ -3,8 +3,10 @@
 # build, unit tests, every verify test, the gate (pass at a loose target, fail at a tight one,
 # fail on a broken candidate), the planted cheats, the sanitizers, and the benchmark figures.
 # Stages can be chosen: ci/gpu_validation.sh OUT [build unit verify gate adversarial sanitize bench
-# cudnn baselines multigpu] (the last three are not in the default set: cudnn needs the
-# cudnn-frontend headers and ATTNGATE_CMAKE_ARGS=-DATTNGATE_CUDNN=ON, multigpu several GPUs).
+# cudnn fa4 baselines cudnn_torch multigpu]. The last five are not in the default set: cudnn and
+# cudnn_torch need the cudnn-frontend headers and ATTNGATE_CMAKE_ARGS=-DATTNGATE_CUDNN=ON, fa4 the
+# wheels of ci/fetch_fa4_wheels.sh (ATTNGATE_FA4_WHEELS, default .whl/), multigpu several GPUs
+# (ATTNGATE_SLOTS_PER_GPU tests at a time on each, default 8).
 set -uo pipefail
 out=${1:?usage: ci/gpu_validation.sh OUT_DIR [stages...]}
 shift
@@ -92,26 +94,59 @@ if has cudnn; then
   echo "cudnn rc=$? ${SECONDS}s"; summary "$out/cudnn.log"
   grep -c "Skipped" "$out/cudnn.log" | sed 's/^/skipped: /'
 fi
+if has fa4; then
+  step "fa4: install the carried FlashAttention-4 wheels offline"
+  fa4=$root/.carry/fa4
+  WHEELS=${ATTNGATE_FA4_WHEELS:-$root/.whl} "$root/ci/install_fa4_offline.sh" "$fa4" >"$out/fa4_install.log" 2>&1
+  echo "fa4 install rc=$?"; tail -3 "$out/fa4_install.log"
+  eval "$("$root/ci/install_fa4_offline.sh" --print-env "$fa4")"
+fi
 if has baselines; then
-  step "baselines: attngate kernels and the Python ones on the gate suite, one report"
-  bench/attngate_bench --suite=gate --benchmark_filter='^(initial|candidate|cudnn)/' \
-    --benchmark_out="$out/gate_attngate.json" --benchmark_out_format=json >"$out/gate_attngate.log" 2>&1
-  echo "attngate bench rc=$?"
   scenarios/tools/attngate_scenarios --kernels --json >"$out/kernels.json"
-  PYTHONUNBUFFERED=1 python3 "$root/bench/python/attngate_baselines.py" --suite gate \
-    --attngate-scenarios scenarios/tools/attngate_scenarios --out "$out/gate_baselines.json" >"$out/baselines.log" 2>&1
-  echo "baselines rc=$?"
-  python3 "$root/bench/python/attngate_compare.py" --bench "$out/gate_attngate.json" --baselines "$out/gate_baselines.json" \
-    --kernels "$out/kernels.json" --md "$out/gate_report.md" --png "$out/gate_report.png" >"$out/compare.log" 2>&1
-  echo "compare rc=$?"; tail -4 "$out/compare.log"
+  for suite in gate prod; do
+    step "baselines on $suite: attngate's kernels and the Python ones, one report"
+    bench/attngate_bench --suite=$suite --benchmark_filter='^(initial|candidate|cudnn)/' \
+      --benchmark_out="$out/${suite}_attngate.json" --benchmark_out_format=json >"$out/${suite}_attngate.log" 2>&1
+    echo "attngate bench rc=$?"
+    PYTHONUNBUFFERED=1 python3 "$root/bench/python/attngate_baselines.py" --suite $suite \
+      --attngate-scenarios scenarios/tools/attngate_scenarios --out "$out/${suite}_baselines.json" \
+      >"$out/${suite}_baselines.log" 2>&1
+    echo "baselines rc=$?"; tail -3 "$out/${suite}_baselines.log"
+    python3 "$root/bench/python/attngate_compare.py" --bench "$out/${suite}_attngate.json" \
+      --baselines "$out/${suite}_baselines.json" --kernels "$out/kernels.json" --md "$out/${suite}_report.md" \
+      --json "$out/${suite}_report.json" --png "$out/${suite}_report.png" >"$out/${suite}_compare.log" 2>&1
+    echo "compare rc=$?"; tail -4 "$out/${suite}_compare.log"
+  done
+fi
+if has cudnn_torch; then
+  # The 3% check needs both sides on one cuDNN: the in-process kernel is rebuilt against the
+  # libcudnn PyTorch loads, then timed on the gate suite beside PyTorch's cuDNN backend.
+  step "cudnn built against PyTorch's cuDNN, against PyTorch's cuDNN backend"
+  lib=$(python3 -c 'import os, nvidia.cudnn as c; print(os.path.join(list(c.__path__)[0], "lib", "libcudnn.so.9"))')
+  tc=$root/build/gpu-torch-cudnn
+  { cmake --preset gpu -B "$tc" -G Ninja -DATTNGATE_CUDNN=ON -DATTNGATE_CUDNN_LIBRARY="$lib" &&
+    cmake --build "$tc" --target attngate_bench attngate_scenarios; } >"$out/build_torch_cudnn.log" 2>&1 ||
+    { tail -30 "$out/build_torch_cudnn.log"; }
+  "$tc/scenarios/tools/attngate_scenarios" --kernels --json >"$out/kernels_torch_cudnn.json"
+  "$tc/bench/attngate_bench" --suite=gate --benchmark_filter='^cudnn/' --benchmark_out="$out/gate_cudnn_torchlib.json" \
+    --benchmark_out_format=json >"$out/gate_cudnn_torchlib.log" 2>&1
+  echo "cudnn (PyTorch's libcudnn) bench rc=$?"
+  [[ -f "$out/gate_baselines.json" ]] ||
+    python3 "$root/bench/python/attngate_baselines.py" --suite gate --baselines torch_cudnn \
+      --attngate-scenarios scenarios/tools/attngate_scenarios --out "$out/gate_baselines.json" >"$out/gate_baselines.log" 2>&1
+  python3 "$root/bench/python/attngate_compare.py" --candidate cudnn --bench "$out/gate_cudnn_torchlib.json" \
+    --baselines "$out/gate_baselines.json" --kernels "$out/kernels_torch_cudnn.json" --md "$out/agreement.md" \
+    --json "$out/agreement.json" >"$out/agreement.log" 2>&1
+  echo "agreement rc=$?"; grep -i "agree\|within" "$out/agreement.log" | head -3
 fi
 if has multigpu; then
   n=$(nvidia-smi -L | wc -l)
+  slots=${ATTNGATE_SLOTS_PER_GPU:-8}
   for g in 1 "$n"; do
     step "full suite verification on $g GPU(s)"
-    python3 "$root/ci/ctest_resources.py" "gpus$g.json" --gpus "$g" --slots 4
+    python3 "$root/ci/ctest_resources.py" "gpus$g.json" --gpus "$g" --slots "$slots"
     SECONDS=0
-    ctest --resource-spec-file "gpus$g.json" -L full -R '^verify\.' -j $((4 * g)) >"$out/full_${g}gpu.log" 2>&1
+    ctest --resource-spec-file "gpus$g.json" -L full -R '^verify\.' -j $((slots * g)) >"$out/full_${g}gpu.log" 2>&1
     echo "full on $g GPU(s): rc=$? ${SECONDS}s"; summary "$out/full_${g}gpu.log"
   done
   step "benchmarks: one process on one GPU, then one per GPU merged"
@@ -119,4 +154,7 @@ if has multigpu; then
     --compare_out="$out/bench_1gpu.json" >"$out/bench_1gpu.log" 2>&1; echo "1 GPU rc=$?"
   python3 "$root/ci/bench_all_gpus.py" --build-dir "$b" --suite gate --compare candidate,initial \
     --out "$out/bench_all" >"$out/bench_all.log" 2>&1; echo "all GPUs rc=$?"; tail -2 "$out/bench_all.log"
+  python3 "$root/ci/compare_runs.py" "$out/bench_1gpu.json" "$out/bench_all/merged.json" \
+    --md "$out/bench_1gpu_vs_all.md" >/dev/null 2>&1
+  echo "merged vs one GPU rc=$?"; sed -n 3,7p "$out/bench_1gpu_vs_all.md"
 fi
