@@ -124,8 +124,8 @@ if has cudnn_torch; then
   step "cudnn built against PyTorch's cuDNN, against PyTorch's cuDNN backend"
   lib=$(python3 -c 'import os, nvidia.cudnn as c; print(os.path.join(list(c.__path__)[0], "lib", "libcudnn.so.9"))')
   tc=$root/build/gpu-torch-cudnn
-  { cmake --preset gpu -B "$tc" -G Ninja -DATTNGATE_CUDNN=ON -DATTNGATE_CUDNN_LIBRARY="$lib" &&
-    cmake --build "$tc" --target attngate_bench attngate_scenarios; } >"$out/build_torch_cudnn.log" 2>&1 ||
+  { (cd "$root" && cmake --preset gpu -B "$tc" -G Ninja -DATTNGATE_CUDNN=ON -DATTNGATE_CUDNN_LIBRARY="$lib") &&
+    cmake --build "$tc" --target attngate_bench attngate_scenarios_tool; } >"$out/build_torch_cudnn.log" 2>&1 ||
     { tail -30 "$out/build_torch_cudnn.log"; }
   "$tc/scenarios/tools/attngate_scenarios" --kernels --json >"$out/kernels_torch_cudnn.json"
   "$tc/bench/attngate_bench" --suite=gate --benchmark_filter='^cudnn/' --benchmark_out="$out/gate_cudnn_torchlib.json" \
