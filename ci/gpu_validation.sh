@@ -30,7 +30,7 @@ if has build; then
     { tail -40 "$out/build.log"; exit 1; }
   echo "build ${SECONDS}s"
 fi
-cd "$b"
+mkdir -p "$b" && cd "$b"
 if has unit; then
   step unit
   ctest -L unit -j "$jobs" >"$out/unit.log" 2>&1; summary "$out/unit.log"
@@ -133,7 +133,7 @@ if has cudnn_torch; then
   echo "cudnn (PyTorch's libcudnn) bench rc=$?"
   [[ -f "$out/gate_baselines.json" ]] ||
     python3 "$root/bench/python/attngate_baselines.py" --suite gate --baselines torch_cudnn \
-      --attngate-scenarios scenarios/tools/attngate_scenarios --out "$out/gate_baselines.json" >"$out/gate_baselines.log" 2>&1
+      --attngate-scenarios "$tc/scenarios/tools/attngate_scenarios" --out "$out/gate_baselines.json" >"$out/gate_baselines.log" 2>&1
   python3 "$root/bench/python/attngate_compare.py" --candidate cudnn --bench "$out/gate_cudnn_torchlib.json" \
     --baselines "$out/gate_baselines.json" --kernels "$out/kernels_torch_cudnn.json" --md "$out/agreement.md" \
     --json "$out/agreement.json" >"$out/agreement.log" 2>&1

@@ -6,6 +6,7 @@
 #include <map>
 #include <stdexcept>
 #include <string>
+#include <thread>
 
 #include "attngate/bench/cupti_tracer.hpp"
 #include "attngate/cuda_check.hpp"
@@ -66,6 +67,8 @@ void Harness::sample_clock(std::vector<ClockReading>& out) const {
 
 Harness::CallTimes Harness::timed_call(Contestant& c, size_t input, bool traced, uint64_t call_id,
                                       bool device_sync) {
+  if (idle_ratio_ > 0 && last_event_ms_ > 0)
+    std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(idle_ratio_ * last_event_ms_));
   // Outside the timed region: undo a persisting-L2 window or set-aside a call left behind (it would
   // keep data in L2 across the flush), drop persisting lines, evict the previous call's data.
   if (!verify::describe_state_change(clean_state_, verify::read_stream_state(stream_)).empty())
@@ -103,6 +106,7 @@ Harness::CallTimes Harness::timed_call(Contestant& c, size_t input, bool traced,
   float ms = 0;
   ATTNGATE_CUDA_CHECK(cudaEventElapsedTime(&ms, start_, stop_));
   out.event_ms = ms;
+  last_event_ms_ = ms;
   out.wall_ms = std::chrono::duration<double, std::milli>(t1 - t0).count();
   out.held_timeout = hold_.last_timed_out();
   return out;
@@ -159,6 +163,8 @@ Measurement Harness::measure(const Scenario& s, const std::vector<const KernelIn
   Measurement m;
   m.scenario = s.id;
   m.flush_bytes = flush_bytes_;
+  idle_ratio_ = opt.idle_ratio;
+  last_event_ms_ = 0;
   m.untraced_block = opt.untraced_block;
 
   // As many input sets as fit in half the free memory, at most opt.input_sets.

@@ -53,6 +53,10 @@ struct MeasureOptions {
   // After measuring, one more call per kernel through the timed path on new input contents at the
   // same pointers, read when the harness stream finishes and checked against the fp32 reference.
   bool check_timed_run = true;
+  // Before each timed call the GPU idles this many times the previous call's event time. Back to
+  // back, cuDNN-class kernels drew the H200 into its 700 W power cap (SM clock down to 1.7 GHz,
+  // times up to 8% longer and bimodal); at most 2/3 of the time busy, they ran at 1980 MHz.
+  double idle_ratio = 0.5;
 };
 
 // One kernel's samples, in call order.
@@ -138,6 +142,8 @@ class Harness {
   StreamHold hold_;
   SmClock clock_;
   uint64_t next_call_id_ = 1;
+  double idle_ratio_ = 0;    // MeasureOptions::idle_ratio of the current measurement
+  double last_event_ms_ = 0; // the previous timed call's event time
 };
 
 }  // namespace attngate::bench
