@@ -145,9 +145,20 @@ if has multigpu; then
   for g in 1 "$n"; do
     step "full suite verification on $g GPU(s)"
     python3 "$root/ci/ctest_resources.py" "gpus$g.json" --gpus "$g" --slots "$slots"
+    rm -rf verify/results
+    nvidia-smi --query-gpu=timestamp,index,utilization.gpu,memory.used --format=csv,noheader -lms 1000 \
+      >"$out/smi_${g}gpu.csv" 2>&1 &
+    smi=$!
     SECONDS=0
     ctest --resource-spec-file "gpus$g.json" -L full -R '^verify\.' -j $((slots * g)) >"$out/full_${g}gpu.log" 2>&1
     echo "full on $g GPU(s): rc=$? ${SECONDS}s"; summary "$out/full_${g}gpu.log"
+    kill "$smi"
+    # Each test's result names the GPU CTest gave it and the PCI bus id the process ran on.
+    python3 -c 'import collections, glob, json
+c = collections.Counter()
+for f in glob.glob("verify/results/*.json"):
+    r = json.load(open(f)); c[(r.get("ctest_gpu"), r.get("pci_bus_id"))] += 1
+print("tests per (CTest GPU id, PCI bus id):", dict(c))' | tee "$out/full_${g}gpu_placement.txt"
   done
   step "benchmarks: one process on one GPU, then one per GPU merged"
   CUDA_VISIBLE_DEVICES=0 bench/attngate_bench --suite=gate --compare=candidate,initial \

@@ -46,6 +46,7 @@ struct Options {
   std::string initial = "initial";
   std::filesystem::path results_dir;  // one JSON per test when set (the gate reads them)
   int require_device = 0;             // > 0: only check for a device of this compute capability
+  std::string ctest_gpu;              // the GPU id CTest's resource allocation pinned this process to
 };
 
 Options& options() {
@@ -70,7 +71,14 @@ void write_result(const std::string& kernel, const Scenario& s, const std::strin
                       {"suite", s.suite},
                       {"status", status},
                       {"detail", detail}};
+  // Which GPU ran the test: evidence that `ctest -j` over a resource spec spread the tests.
+  j["ctest_gpu"] = options().ctest_gpu.empty() ? nlohmann::json(nullptr) : nlohmann::json(options().ctest_gpu);
   if (c) {
+    int dev = 0;
+    char pci[32] = {};
+    ATTNGATE_CUDA_CHECK(cudaGetDevice(&dev));
+    ATTNGATE_CUDA_CHECK(cudaDeviceGetPCIBusId(pci, int(sizeof pci), dev));
+    j["pci_bus_id"] = pci;
     j["ground_truth"] = c->ground_truth;
     j["base_seed"] = std::to_string(c->base_seed);
     for (const auto& r : c->runs) {
@@ -393,10 +401,11 @@ TEST(selfcheck, host_inputs_match_device) {
 }
 
 int main(int argc, char** argv) {
-  verify::pin_to_ctest_gpu();
+  const std::string ctest_gpu = verify::pin_to_ctest_gpu();
   if (!attngate::plugin::load_plugins(argc, argv)) return 2;
   testing::InitGoogleTest(&argc, argv);
   options() = parse(argc, argv);
+  options().ctest_gpu = ctest_gpu;
   const Options& opt = options();
   if (opt.require_device > 0) {
     // The gate's device check: a missing GPU fails here instead of skipping.
