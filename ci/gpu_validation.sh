@@ -6,7 +6,8 @@
 # cudnn fa4 baselines cudnn_torch multigpu]. The last five are not in the default set: cudnn and
 # cudnn_torch need the cudnn-frontend headers and ATTNGATE_CMAKE_ARGS=-DATTNGATE_CUDNN=ON, fa4 the
 # wheels of ci/fetch_fa4_wheels.sh (ATTNGATE_FA4_WHEELS, default .whl/), multigpu several GPUs
-# (ATTNGATE_SLOTS_PER_GPU tests at a time on each, default 8).
+# (ATTNGATE_SLOTS_PER_GPU tests at a time on each, default 8; ATTNGATE_GPU_COUNTS the GPU counts to
+# run the full suite on, default "1 all"; ATTNGATE_MULTIGPU_BENCH=0 skips its benchmarks).
 set -uo pipefail
 out=${1:?usage: ci/gpu_validation.sh OUT_DIR [stages...]}
 shift
@@ -142,7 +143,7 @@ fi
 if has multigpu; then
   n=$(nvidia-smi -L | wc -l)
   slots=${ATTNGATE_SLOTS_PER_GPU:-8}
-  for g in 1 "$n"; do
+  for g in ${ATTNGATE_GPU_COUNTS:-1 $n}; do
     step "full suite verification on $g GPU(s)"
     python3 "$root/ci/ctest_resources.py" "gpus$g.json" --gpus "$g" --slots "$slots"
     rm -rf verify/results
@@ -160,6 +161,7 @@ for f in glob.glob("verify/results/*.json"):
     r = json.load(open(f)); c[(r.get("ctest_gpu"), r.get("pci_bus_id"))] += 1
 print("tests per (CTest GPU id, PCI bus id):", dict(c))' | tee "$out/full_${g}gpu_placement.txt"
   done
+  [[ ${ATTNGATE_MULTIGPU_BENCH:-1} == 1 ]] || exit 0
   step "benchmarks: one process on one GPU, then one per GPU merged"
   CUDA_VISIBLE_DEVICES=0 bench/attngate_bench --suite=gate --compare=candidate,initial \
     --compare_out="$out/bench_1gpu.json" >"$out/bench_1gpu.log" 2>&1; echo "1 GPU rc=$?"
