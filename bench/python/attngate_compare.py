@@ -254,11 +254,16 @@ def plot(j, peak, path, title):
         return f"plot skipped: matplotlib is not installed ({e})"
     rows = j["rows"]
     names = [r["scenario"] for r in rows]
-    bs = j["baselines"]
+    # Baselines without a single time (not installed, unsupported everywhere) get no bar or line;
+    # they are named under the title. One colour per kernel in both panels; the candidate black.
+    bs = [b for b in j["baselines"] if any(r["cells"][b]["speedup"] for r in rows)]
+    absent = [LABELS.get(b, b) for b in j["baselines"] if b not in bs]
     n = len(rows)
     fig, (ax1, ax2) = plt.subplots(2, 1, figsize=(max(10, 0.45 * n + 4), 10), constrained_layout=True)
     width = 0.8 / max(1, len(bs))
     cmap = plt.get_cmap("tab10")
+    colour = {b: cmap(i % 10) for i, b in enumerate(bs)}
+    colour[j["candidate"]] = "black"
     top = 1.0
     for i, b in enumerate(bs):
         xs, ys = [], []
@@ -270,17 +275,17 @@ def plot(j, peak, path, title):
                 top = max(top, sp)
         g = j["geomean"][b]
         label = f"vs {LABELS.get(b, b)}" + (f" (geomean {g['geomean']:.3f}x)" if g["n"] else "")
-        ax1.bar(xs, ys, width=width, color=cmap(i % 10), label=label)
+        ax1.bar(xs, ys, width=width, color=colour[b], label=label)
     ax1.axhline(1.0, color="black", linewidth=1)
     ax1.set_ylim(0, top * 1.35)  # room for the legend above the bars
     ax1.set_ylabel(f"speedup of {j['candidate']}\n(time baseline / time {j['candidate']})")
     ax1.set_xticks(range(n))
     ax1.set_xticklabels(names, rotation=60, ha="right", fontsize=8)
-    ax1.set_title(title)
+    ax1.set_title(title + (f"\n(no times: {', '.join(absent)})" if absent else ""))
     ax1.legend(fontsize=8, ncol=min(3, max(1, len(bs))))
     ax1.grid(axis="y", alpha=0.3)
     ks = [j["candidate"]] + bs
-    for i, k in enumerate(ks):
+    for k in ks:
         xs, ys = [], []
         for x, r in enumerate(rows):
             e = r["candidate"] if k == j["candidate"] else r["cells"][k]["entry"]
@@ -288,8 +293,7 @@ def plot(j, peak, path, title):
                 xs.append(x)
                 ys.append(e["tflops"])
         ax2.plot(xs, ys, marker="o", linestyle="-" if k == j["candidate"] else "--",
-                 linewidth=2.5 if k == j["candidate"] else 1.2, color=cmap(i % 10) if i else "black",
-                 label=LABELS.get(k, k))
+                 linewidth=2.5 if k == j["candidate"] else 1.2, color=colour[k], label=LABELS.get(k, k))
     if peak:
         ax2.axhline(peak, color="red", linewidth=1)
         ax2.text(n - 0.5, peak, f"dense bf16 peak {peak:g} TFLOPS", color="red", ha="right", va="bottom", fontsize=8)
