@@ -161,13 +161,14 @@ for f in glob.glob("verify/results/*.json"):
     r = json.load(open(f)); c[(r.get("ctest_gpu"), r.get("pci_bus_id"))] += 1
 print("tests per (CTest GPU id, PCI bus id):", dict(c))' | tee "$out/full_${g}gpu_placement.txt"
   done
-  [[ ${ATTNGATE_MULTIGPU_BENCH:-1} == 1 ]] || exit 0
-  step "benchmarks: one process on one GPU, then one per GPU merged"
-  CUDA_VISIBLE_DEVICES=0 bench/attngate_bench --suite=gate --compare=candidate,initial \
-    --compare_out="$out/bench_1gpu.json" >"$out/bench_1gpu.log" 2>&1; echo "1 GPU rc=$?"
-  python3 "$root/ci/bench_all_gpus.py" --build-dir "$b" --suite gate --compare candidate,initial \
-    --out "$out/bench_all" >"$out/bench_all.log" 2>&1; echo "all GPUs rc=$?"; tail -2 "$out/bench_all.log"
-  python3 "$root/ci/compare_runs.py" "$out/bench_1gpu.json" "$out/bench_all/merged.json" \
-    --md "$out/bench_1gpu_vs_all.md" >/dev/null 2>&1
-  echo "merged vs one GPU rc=$?"; sed -n 3,7p "$out/bench_1gpu_vs_all.md"
+  if [[ ${ATTNGATE_MULTIGPU_BENCH:-1} == 1 ]]; then
+    step "benchmarks: one process on one GPU, then one per GPU merged"
+    CUDA_VISIBLE_DEVICES=0 bench/attngate_bench --suite=gate --compare=candidate,initial \
+      --compare_out="$out/bench_1gpu.json" >"$out/bench_1gpu.log" 2>&1; echo "1 GPU rc=$?"
+    python3 "$root/ci/bench_all_gpus.py" --build-dir "$b" --suite gate --compare candidate,initial \
+      --out "$out/bench_all" >"$out/bench_all.log" 2>&1; echo "all GPUs rc=$?"; tail -2 "$out/bench_all.log"
+    python3 "$root/ci/compare_runs.py" "$out/bench_1gpu.json" "$out/bench_all/merged.json" \
+      --md "$out/bench_1gpu_vs_all.md" >/dev/null 2>&1
+    echo "merged vs one GPU rc=$?"; sed -n 3,7p "$out/bench_1gpu_vs_all.md"
+  fi
 fi
