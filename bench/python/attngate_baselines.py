@@ -361,17 +361,22 @@ class TorchSdpa(Baseline):
     def context(self):
         return self.sdpa_kernel([self.backend])
 
+    def causal_mask(self, s):
+        """(attn_mask, is_causal) for attngate's bottom-right causal mask; raises Unsupported where
+        the backend cannot have it."""
+        sq, sk, causal = s["seqlen_q"], s["seqlen_k"], s["causal"]
+        if not (causal and sq != sk):
+            return None, causal
+        # PyTorch's is_causal is aligned top-left; attngate's mask is bottom-right.
+        if self.backend_name != "FLASH_ATTENTION":
+            raise Unsupported("PyTorch SDPA: is_causal is top-left aligned, and bottom-right causal "
+                              "(CausalBias lower_right) with seqlen_q != seqlen_k never reaches the cuDNN backend")
+        from torch.nn.attention.bias import causal_lower_right
+        return causal_lower_right(sq, sk), False
+
     def prepare(self, s):
         F = self.F
-        sq, sk, causal = s["seqlen_q"], s["seqlen_k"], s["causal"]
-        mask, is_causal = None, causal
-        if causal and sq != sk:
-            # PyTorch's is_causal is aligned top-left; attngate's mask is bottom-right.
-            if self.backend_name != "FLASH_ATTENTION":
-                raise Unsupported("PyTorch SDPA: is_causal is top-left aligned, and bottom-right causal "
-                                  "(CausalBias lower_right) with seqlen_q != seqlen_k never reaches the cuDNN backend")
-            from torch.nn.attention.bias import causal_lower_right
-            mask, is_causal = causal_lower_right(sq, sk), False
+        mask, is_causal = self.causal_mask(s)
         kwargs = {"scale": s["softmax_scale"], "is_causal": is_causal}
         if mask is not None:
             kwargs["attn_mask"] = mask
@@ -391,15 +396,15 @@ class TorchCudnn(TorchSdpa):
 
     def prepare(self, s):
         # attngate's kernels return O and LSE. F.scaled_dot_product_attention without autograd asks
-        # cuDNN for O only, a cheaper or dearer variant of the same-named kernel (-2.5% to +1.6% on
-        # the H200 gate suite: bench/results/2026-11-29-h200/cudnn_same_version), so the baseline is called
-        # the way PyTorch's training forward calls it: through the op under F.sdpa, with the stats.
-        super().prepare(s)  # the same scenarios are unsupported
+        # cuDNN for O only, a variant of the same-named kernel that ran 2.6% slower to 1.6% faster on
+        # the H200 gate suite (bench/results/2026-11-29-h200/cudnn_same_version), so the baseline is
+        # called the way PyTorch's training forward calls it: through the op under F.sdpa, with stats.
+        _, causal = self.causal_mask(s)
         op = getattr(self.torch.ops.aten, "_scaled_dot_product_cudnn_attention", None)
         if op is None:
             raise Unsupported("this PyTorch has no aten._scaled_dot_product_cudnn_attention, the only way to ask "
                               "its cuDNN backend for the LSE attngate's kernels also write")
-        scale, causal = s["softmax_scale"], s["causal"]
+        scale = s["softmax_scale"]
 
         def call(q, k, v):
             r = op(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2), None, True, 0.0, causal, False,
