@@ -1,0 +1,230 @@
+// attngate_worker_<kernel>: the process a kernel under test runs in. It holds the kernel library,
+// the launch bookkeeping and CUPTI, and nothing that judges: no reference, no pass rule, no
+// statistics, no baseline. The judge (verify/ and bench/ in their judge builds) owns every buffer
+// and reaches this process through kernels/worker's protocol; nothing this process reports is
+// trusted on its own (agent_hooks/SECURITY.md).
+#include <cuda_runtime_api.h>
+#include <sys/prctl.h>
+#include <unistd.h>
+
+#include <csignal>
+#include <cstdio>
+#include <cstring>
+#include <iostream>
+#include <map>
+#include <memory>
+#include <stdexcept>
+#include <string>
+
+#include "attngate/bench/activity.hpp"
+#include "attngate/bench/cupti_tracer.hpp"
+#include "attngate/bench/stream_hold.hpp"
+#include "attngate/kernel_status.hpp"
+#include "attngate/registry.hpp"
+#include "attngate/worker/protocol.hpp"
+#include "attngate_worker_tree.h"  // ATTNGATE_KERNEL_TREE_SHA256, generated at build time
+
+namespace {
+
+using namespace attngate;
+using worker::Reply;
+using worker::Request;
+
+#define WORKER_CUDA(expr)                                                                              \
+  do {                                                                                                 \
+    const cudaError_t e_ = (expr);                                                                     \
+    if (e_ != cudaSuccess)                                                                             \
+      throw std::runtime_error(std::string(__FILE__) + ":" + std::to_string(__LINE__) + ": " #expr     \
+                               " failed: " + cudaGetErrorString(e_) + " (" + cudaGetErrorName(e_) + ")"); \
+  } while (0)
+
+class Worker {
+ public:
+  Worker() {
+    WORKER_CUDA(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+    WORKER_CUDA(cudaEventCreate(&start_));
+    WORKER_CUDA(cudaEventCreate(&stop_));
+  }
+
+  Reply handle(const Request& r) {
+    if (r.op == "launch") return launch(r);
+    if (r.op == "timed") return timed(r);
+    if (r.op == "release") return release(r);
+    Reply out;
+    out.error = "unknown op '" + r.op + "'";
+    return out;
+  }
+
+ private:
+  void* map(const worker::BufferRef& b) {
+    if (b.handle.empty()) return nullptr;
+    auto it = opened_.find(b.handle);
+    if (it == opened_.end()) {
+      cudaIpcMemHandle_t h{};
+      if (b.handle.size() != 2 * sizeof(h)) throw std::runtime_error("bad IPC handle length");
+      for (size_t i = 0; i < sizeof(h); ++i) h.reserved[i] = char(std::stoi(b.handle.substr(2 * i, 2), nullptr, 16));
+      void* p = nullptr;
+      WORKER_CUDA(cudaIpcOpenMemHandle(&p, h, cudaIpcMemLazyEnablePeerAccess));
+      it = opened_.emplace(b.handle, p).first;
+    }
+    return static_cast<char*>(it->second) + b.offset;
+  }
+
+  AttnParams params(const worker::WireParams& w) {
+    if (w.strides.size() != 14) throw std::runtime_error("params: 14 strides expected");
+    AttnParams p{};
+    p.q = map(w.q);
+    p.k = map(w.k);
+    p.v = map(w.v);
+    p.o = map(w.o);
+    p.lse = static_cast<float*>(map(w.lse));
+    int64_t* s[14] = {&p.q_batch_stride, &p.q_row_stride, &p.q_head_stride, &p.k_batch_stride, &p.k_row_stride,
+                      &p.k_head_stride,  &p.v_batch_stride, &p.v_row_stride, &p.v_head_stride, &p.o_batch_stride,
+                      &p.o_row_stride,   &p.o_head_stride, &p.lse_batch_stride, &p.lse_head_stride};
+    for (int i = 0; i < 14; ++i) *s[i] = w.strides[size_t(i)];
+    p.batch = w.batch;
+    p.seqlen_q = w.seqlen_q;
+    p.seqlen_k = w.seqlen_k;
+    p.heads_q = w.heads_q;
+    p.heads_kv = w.heads_kv;
+    p.head_dim = w.head_dim;
+    p.softmax_scale = w.softmax_scale;
+    p.causal = w.causal;
+    p.dtype = DType(w.dtype);
+    return p;
+  }
+
+  // The launch status in the reply; a declined problem carries the kernel's reason.
+  static void note_status(Reply& out, cudaError_t e) {
+    out.cuda_status = int32_t(e);
+    if (e == cudaErrorNotSupported) out.unsupported_reason = take_unsupported_reason().value_or("");
+    if (e != cudaSuccess && e != cudaErrorNotSupported)
+      out.error = std::string("launch failed: ") + cudaGetErrorString(e) + " (" + cudaGetErrorName(e) + ")";
+  }
+
+  Reply launch(const Request& r) {
+    Reply out;
+    const KernelInfo& k = KernelRegistry::instance().get(r.kernel);
+    const AttnParams p = params(r.params);
+    clear_unsupported_reason();
+    const cudaError_t e = k.launch(p, stream_);
+    note_status(out, e);
+    if (e == cudaSuccess) WORKER_CUDA(cudaDeviceSynchronize());
+    out.ok = (e == cudaSuccess || e == cudaErrorNotSupported);
+    return out;
+  }
+
+  // As bench/README.md's timed call: the stream is held while the launch function enqueues, so the
+  // events see the GPU's time for the call, not the host's launch latency.
+  Reply timed(const Request& r) {
+    Reply out;
+    const KernelInfo& k = KernelRegistry::instance().get(r.kernel);
+    const AttnParams p = params(r.params);
+    bench::CuptiTracer& tracer = bench::CuptiTracer::instance();
+    if (r.traced) tracer.enable();
+    hold_.hold(stream_);
+    WORKER_CUDA(cudaEventRecord(start_, stream_));
+    if (r.traced) tracer.push(r.call_id);
+    clear_unsupported_reason();
+    const cudaError_t e = k.launch(p, stream_);
+    if (r.traced) tracer.pop();
+    WORKER_CUDA(cudaEventRecord(stop_, stream_));
+    hold_.release();
+    WORKER_CUDA(cudaDeviceSynchronize());
+    note_status(out, e);
+    if (r.traced) {
+      tracer.disable();
+      const bench::ActivityLog log = tracer.take();
+      const auto traces = bench::attribute_calls(log, {r.call_id}, {bench::kHoldKernelName, 0}, nullptr);
+      if (!traces.empty()) {
+        const bench::CallTrace& t = traces.front();
+        out.has_trace = true;
+        out.trace = {t.kernels, t.kernel_sum_ns, t.span_ns, t.memcpys, t.memsets, t.foreign_stream_kernels,
+                     t.streams, t.kernel_names};
+      }
+    }
+    float ms = 0;
+    WORKER_CUDA(cudaEventElapsedTime(&ms, start_, stop_));
+    out.event_ms = ms;
+    out.held_timeout = hold_.last_timed_out();
+    out.ok = (e == cudaSuccess);
+    return out;
+  }
+
+  Reply release(const Request& r) {
+    for (const auto& h : r.release) {
+      auto it = opened_.find(h);
+      if (it == opened_.end()) continue;
+      WORKER_CUDA(cudaIpcCloseMemHandle(it->second));
+      opened_.erase(it);
+    }
+    Reply out;
+    out.ok = true;
+    return out;
+  }
+
+  cudaStream_t stream_ = nullptr;
+  cudaEvent_t start_ = nullptr, stop_ = nullptr;
+  bench::StreamHold hold_;
+  std::map<std::string, void*> opened_;  // IPC handle (hex) -> mapped base
+};
+
+// Needs no GPU: the judge lists kernels on machines without one.
+Reply hello() {
+  Reply out;
+  out.ok = true;
+  out.protocol = worker::kProtocolVersion;
+  out.pid = ::getpid();
+  out.kernel_tree_sha256 = ATTNGATE_KERNEL_TREE_SHA256;
+  for (const KernelInfo* k : KernelRegistry::instance().all()) {
+    worker::KernelDesc d{k->name, k->description, {}, k->head_dims, k->min_sm};
+    for (DType t : k->dtypes) d.dtypes.push_back(int32_t(t));
+    out.kernels.push_back(std::move(d));
+  }
+  return out;
+}
+
+bool read_line(FILE* in, std::string& line) {
+  line.clear();
+  for (int c; (c = std::fgetc(in)) != EOF;) {
+    if (c == '\n') return true;
+    line.push_back(char(c));
+  }
+  return !line.empty();
+}
+
+}  // namespace
+
+int main() {
+  // Die with the judge: a worker left behind would hold the GPU.
+  ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+  if (::getppid() == 1) return 3;
+  FILE* in = ::fdopen(worker::kRequestFd, "r");
+  FILE* out = ::fdopen(worker::kReplyFd, "w");
+  if (!in || !out) {
+    std::cerr << "attngate_worker: started without the judge's descriptors " << worker::kRequestFd << " and "
+              << worker::kReplyFd << "; it is run by attngate's judge binaries, not by hand\n";
+    return 2;
+  }
+  std::unique_ptr<Worker> w;
+  for (std::string line; read_line(in, line);) {
+    Reply reply;
+    Request req;
+    try {
+      req = nlohmann::json::parse(line).get<Request>();
+      if (req.op == "quit") break;
+      if (req.op == "hello") {
+        reply = hello();
+      } else {
+        if (!w) w = std::make_unique<Worker>();
+        reply = w->handle(req);
+      }
+    } catch (const std::exception& e) {
+      reply = Reply{};
+      reply.error = e.what();
+    }
+    const std::string text = nlohmann::json(reply).dump() + "\n";
+    if (std::fwrite(text.data(), 1, text.size(), out) != text.size() || std::fflush(out) != 0) return 1;
+  }
+  return 0;
+}
