@@ -8,16 +8,18 @@
 #include <stdexcept>
 
 #include "attngate/cuda_check.hpp"
+#include "attngate/verify/remote.hpp"
 
 namespace attngate::verify {
 
 DeviceBuffer::DeviceBuffer(size_t bytes) : bytes_(bytes) {
   if (bytes > 0) ATTNGATE_CUDA_CHECK(cudaMalloc(&ptr_, bytes));
+  remote::track_allocation(ptr_, bytes_);
 }
 
 DeviceBuffer& DeviceBuffer::operator=(DeviceBuffer&& o) noexcept {
   if (this != &o) {
-    if (ptr_) cudaFree(ptr_);
+    release();
     ptr_ = o.ptr_;
     bytes_ = o.bytes_;
     o.ptr_ = nullptr;
@@ -26,8 +28,13 @@ DeviceBuffer& DeviceBuffer::operator=(DeviceBuffer&& o) noexcept {
   return *this;
 }
 
-DeviceBuffer::~DeviceBuffer() {
-  if (ptr_) cudaFree(ptr_);  // no throw from a destructor; a failure here surfaces at the next call
+DeviceBuffer::~DeviceBuffer() { release(); }
+
+void DeviceBuffer::release() noexcept {
+  if (!ptr_) return;
+  remote::untrack_allocation(ptr_);  // workers that mapped it unmap it first
+  cudaFree(ptr_);  // no throw from a destructor; a failure here surfaces at the next call
+  ptr_ = nullptr;
 }
 
 GuardedBuffer::GuardedBuffer(size_t bytes, size_t guard_bytes)

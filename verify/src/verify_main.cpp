@@ -24,6 +24,7 @@
 #include "attngate/scenario.hpp"
 #include "attngate/verify/gpu_pinning.hpp"
 #include "attngate/verify/problem.hpp"
+#include "attngate/verify/remote.hpp"
 #include "attngate/verify/verify_case.hpp"
 
 #ifndef ATTNGATE_DEFAULT_SCENARIO_DIR
@@ -43,6 +44,9 @@ struct Options {
   std::string emit_attngate;   // agent_hooks' attngate
   std::string emit_build_dir;  // the build tree: <build>/gate holds the performance JSON and the report
   std::string emit_source_dir; // the repository the report hashes (commit, candidate, harness)
+  // The gate runs kernels apart from the judge: attngate_verify_judge with workers from this folder.
+  std::string emit_judge;      // attngate_verify_judge
+  std::string emit_workers;    // the folder of attngate_worker_<library> binaries
   std::string initial = "initial";
   std::filesystem::path results_dir;  // one JSON per test when set (the gate reads them)
   int require_device = 0;             // > 0: only check for a device of this compute capability
@@ -235,6 +239,18 @@ std::string join(const std::vector<std::string>& v) {
   return out;
 }
 
+// `--worker=` arguments for the workers holding `kernels`: planted cheats live in the adversarial
+// library's worker, every other kernel in the worker named after it (kernels/worker/CMakeLists.txt).
+std::vector<std::string> worker_args(const std::filesystem::path& dir, const std::vector<std::string>& kernels) {
+  std::vector<std::string> out;
+  for (const auto& k : kernels) {
+    const std::string lib = k.rfind("cheat_", 0) == 0 ? "adversarial" : k;
+    const std::string arg = "--worker=" + (dir / ("attngate_worker_" + lib)).string();
+    if (std::find(out.begin(), out.end(), arg) == out.end()) out.push_back(arg);
+  }
+  return out;
+}
+
 void emit_ctest(const Options& opt, const std::vector<Generated>& tests) {
   std::ofstream f(opt.emit_ctest);
   if (!f) throw std::runtime_error("cannot write " + opt.emit_ctest);
@@ -260,9 +276,10 @@ void emit_ctest(const Options& opt, const std::vector<Generated>& tests) {
   std::vector<std::string> report_args;
   std::filesystem::path gate_dir;
   if (gate) {
-    if (opt.emit_bench.empty() || opt.emit_attngate.empty() || opt.emit_build_dir.empty() || opt.emit_source_dir.empty())
+    if (opt.emit_bench.empty() || opt.emit_attngate.empty() || opt.emit_build_dir.empty() || opt.emit_source_dir.empty() ||
+        opt.emit_judge.empty() || opt.emit_workers.empty())
       throw std::runtime_error("the suites include `gate`: --emit-ctest needs --emit-bench, --emit-attngate, "
-                               "--emit-build-dir and --emit-source-dir");
+                               "--emit-build-dir, --emit-source-dir, --emit-judge and --emit-workers");
     const std::filesystem::path build = opt.emit_build_dir;
     gate_dir = build / "gate";
     const std::string kernel = gate_kernel(*gate), baseline = gate_baseline(*gate);
@@ -288,14 +305,19 @@ void emit_ctest(const Options& opt, const std::vector<Generated>& tests) {
     setup.push_back("--prepare");
     add_test("gate.setup", setup);
     f << "set_tests_properties(gate.setup PROPERTIES LABELS gate TIMEOUT 120)\n";
-    add_test("gate.device", {opt.emit_exe, "--require-device=" + std::to_string(sm)});
+    add_test("gate.device", {opt.emit_judge, "--require-device=" + std::to_string(sm)});
     f << "set_tests_properties(gate.device PROPERTIES LABELS [==[gate;gpu]==] DEPENDS gate.setup TIMEOUT 120"
          " RESOURCE_GROUPS gpus:1)\n";
   }
 
+  // The gate's kernels run in workers, never in the judge's process (agent_hooks/SECURITY.md).
+  std::vector<std::string> workers;
+  if (gate) workers = worker_args(opt.emit_workers, {gate_kernel(*gate), gate_baseline(*gate)});
   for (const auto& t : tests) {
-    std::vector<std::string> argv = {opt.emit_exe, "--gtest_filter=" + t.gtest_name,
-                                     "--scenarios=" + opt.scenario_dir.string()};
+    std::vector<std::string> argv = {gate && t.gate ? opt.emit_judge : opt.emit_exe};
+    if (gate && t.gate) argv.insert(argv.end(), workers.begin(), workers.end());
+    argv.push_back("--gtest_filter=" + t.gtest_name);
+    argv.push_back("--scenarios=" + opt.scenario_dir.string());
     if (!opt.results_dir.empty()) argv.push_back("--results-dir=" + opt.results_dir.string());
     add_test(t.ctest_name, argv);
     f << "set_tests_properties(" << quoted(t.ctest_name) << " PROPERTIES LABELS " << quoted(join(t.labels))
@@ -306,9 +328,12 @@ void emit_ctest(const Options& opt, const std::vector<Generated>& tests) {
   if (gate) {
     std::vector<std::string> after = {"gate.setup"};
     after.insert(after.end(), gate_verify.begin(), gate_verify.end());
-    add_test("gate.performance", {opt.emit_bench, "--suite=gate", "--scenarios=" + opt.scenario_dir.string(),
-                                  "--compare=" + gate_kernel(*gate) + "," + gate_baseline(*gate),
-                                  "--compare_out=" + (gate_dir / "performance.json").string()});
+    std::vector<std::string> perf = {opt.emit_bench};
+    perf.insert(perf.end(), workers.begin(), workers.end());
+    perf.insert(perf.end(), {"--suite=gate", "--scenarios=" + opt.scenario_dir.string(),
+                             "--compare=" + gate_kernel(*gate) + "," + gate_baseline(*gate),
+                             "--compare_out=" + (gate_dir / "performance.json").string()});
+    add_test("gate.performance", perf);
     // RUN_SERIAL: nothing else runs while it times. Without a GPU the bench prints SKIPPED (a skip,
     // never a pass) and the report fails for want of its JSON.
     f << "set_tests_properties(gate.performance PROPERTIES LABELS [==[gate;gpu;bench]==] RUN_SERIAL TRUE DEPENDS "
@@ -334,6 +359,8 @@ Options parse(int argc, char** argv) {
     else if (const char* v = value("--emit-ctest")) opt.emit_ctest = v;
     else if (const char* v = value("--emit-exe")) opt.emit_exe = v;
     else if (const char* v = value("--emit-bench")) opt.emit_bench = v;
+    else if (const char* v = value("--emit-judge")) opt.emit_judge = v;
+    else if (const char* v = value("--emit-workers")) opt.emit_workers = v;
     else if (const char* v = value("--emit-attngate")) opt.emit_attngate = v;
     else if (const char* v = value("--emit-build-dir")) opt.emit_build_dir = v;
     else if (const char* v = value("--emit-source-dir")) opt.emit_source_dir = v;
@@ -403,6 +430,12 @@ TEST(selfcheck, host_inputs_match_device) {
 int main(int argc, char** argv) {
   const std::string ctest_gpu = verify::pin_to_ctest_gpu();
   if (!attngate::plugin::load_plugins(argc, argv)) return 2;
+  try {
+    attngate::verify::remote::load_workers(argc, argv);  // --worker=PATH: kernels in their own process
+  } catch (const std::exception& e) {
+    std::cerr << "attngate_verify: " << e.what() << "\n";
+    return 2;
+  }
   testing::InitGoogleTest(&argc, argv);
   options() = parse(argc, argv);
   options().ctest_gpu = ctest_gpu;

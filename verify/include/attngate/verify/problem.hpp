@@ -30,6 +30,7 @@ class DeviceBuffer {
   size_t bytes() const { return bytes_; }
 
  private:
+  void release() noexcept;
   void* ptr_ = nullptr;
   size_t bytes_ = 0;
 };

@@ -1,0 +1,356 @@
+#include "attngate/verify/remote.hpp"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <array>
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <stdexcept>
+
+#include "attngate/cuda_check.hpp"
+#include "attngate/kernel_status.hpp"
+
+extern char** environ;
+
+namespace attngate::verify::remote {
+namespace {
+
+std::string hex(const void* data, size_t n) {
+  static const char* digits = "0123456789abcdef";
+  std::string out;
+  for (size_t i = 0; i < n; ++i) {
+    const unsigned char c = static_cast<const unsigned char*>(data)[i];
+    out += digits[c >> 4];
+    out += digits[c & 15];
+  }
+  return out;
+}
+
+// How long the judge waits for one reply before it kills the worker (a hung kernel).
+double reply_timeout_s() {
+  const char* v = std::getenv("ATTNGATE_WORKER_TIMEOUT_S");
+  const double s = v ? std::atof(v) : 0;
+  return s > 0 ? s : 60.0;
+}
+
+struct Allocation {
+  size_t bytes = 0;
+  std::string handle;  // exported on first use
+};
+
+}  // namespace
+
+class RemoteKernel;
+
+class WorkerProcess {
+ public:
+  explicit WorkerProcess(std::string path) : path_(std::move(path)) { spawn(); }
+  ~WorkerProcess() {
+    if (to_ >= 0) ::close(to_);
+    if (from_ >= 0) ::close(from_);
+    if (pid_ > 0) ::waitpid(pid_, nullptr, 0);
+  }
+
+  worker::Reply call(const worker::Request& r) {
+    if (pid_ <= 0) throw std::runtime_error(died_);
+    const std::string line = nlohmann::json(r).dump() + "\n";
+    for (size_t done = 0; done < line.size();) {
+      const ssize_t n = ::write(to_, line.data() + done, line.size() - done);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) fail("the worker stopped reading");
+      done += size_t(n);
+    }
+    return nlohmann::json::parse(read_line()).get<worker::Reply>();
+  }
+
+  const std::string& path() const { return path_; }
+  int64_t pid() const { return pid_; }
+  std::map<std::string, bool> opened;  // IPC handles this worker has mapped
+
+ private:
+  void spawn() {
+    int req[2], rep[2];
+    if (::pipe2(req, O_CLOEXEC) != 0 || ::pipe2(rep, O_CLOEXEC) != 0)
+      throw std::runtime_error(std::string("pipe: ") + std::strerror(errno));
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_adddup2(&fa, req[0], worker::kRequestFd);
+    posix_spawn_file_actions_adddup2(&fa, rep[1], worker::kReplyFd);
+    char* argv[] = {const_cast<char*>(path_.c_str()), nullptr};
+    pid_t pid = 0;
+    const int rc = ::posix_spawn(&pid, path_.c_str(), &fa, nullptr, argv, environ);
+    posix_spawn_file_actions_destroy(&fa);
+    ::close(req[0]);
+    ::close(rep[1]);
+    to_ = req[1];
+    from_ = rep[0];
+    if (rc != 0) throw std::runtime_error("cannot start worker " + path_ + ": " + std::strerror(rc));
+    pid_ = pid;
+  }
+
+  std::string read_line() {
+    for (;;) {
+      const auto nl = buffer_.find('\n');
+      if (nl != std::string::npos) {
+        std::string line = buffer_.substr(0, nl);
+        buffer_.erase(0, nl + 1);
+        return line;
+      }
+      pollfd p{from_, POLLIN, 0};
+      const int ready = ::poll(&p, 1, int(reply_timeout_s() * 1000));
+      if (ready < 0 && errno == EINTR) continue;
+      if (ready == 0) {
+        ::kill(pid_, SIGKILL);
+        fail("no reply within " + std::to_string(int(reply_timeout_s())) +
+             " s (ATTNGATE_WORKER_TIMEOUT_S); the worker was killed");
+      }
+      char chunk[65536];
+      const ssize_t n = ::read(from_, chunk, sizeof chunk);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) fail("the worker closed its reply channel");
+      buffer_.append(chunk, size_t(n));
+    }
+  }
+
+  [[noreturn]] void fail(const std::string& what) {
+    int status = 0;
+    std::string how;
+    if (::waitpid(pid_, &status, 0) == pid_) {
+      if (WIFEXITED(status)) how = "; it exited with status " + std::to_string(WEXITSTATUS(status));
+      if (WIFSIGNALED(status)) how = std::string("; it was killed by signal ") + strsignal(WTERMSIG(status));
+    }
+    died_ = "worker " + path_ + " (pid " + std::to_string(pid_) + "): " + what + how;
+    pid_ = -1;
+    throw std::runtime_error(died_);
+  }
+
+  std::string path_;
+  pid_t pid_ = -1;
+  int to_ = -1, from_ = -1;
+  std::string buffer_, died_;
+};
+
+class RemoteKernel {
+ public:
+  RemoteKernel(std::shared_ptr<WorkerProcess> w, std::string name, std::string tree)
+      : worker(std::move(w)), name(std::move(name)), tree_sha256(std::move(tree)) {}
+  std::shared_ptr<WorkerProcess> worker;
+  std::string name, tree_sha256;
+};
+
+namespace {
+
+std::mutex g_mutex;  // the allocation table and the workers' handle sets
+std::map<uintptr_t, Allocation>& allocations() {
+  static auto* a = new std::map<uintptr_t, Allocation>;  // never destroyed: freed buffers outlive statics
+  return *a;
+}
+std::vector<std::shared_ptr<WorkerProcess>>& workers() {
+  static auto* w = new std::vector<std::shared_ptr<WorkerProcess>>;
+  return *w;
+}
+constexpr int kSlots = 64;
+std::array<RemoteKernel*, kSlots> g_slots{};
+std::map<const void*, RemoteKernel*>& by_launch() {
+  static auto* m = new std::map<const void*, RemoteKernel*>;
+  return *m;
+}
+
+worker::BufferRef export_pointer(const void* p, WorkerProcess& w) {
+  if (!p) return {};
+  std::lock_guard<std::mutex> lock(g_mutex);
+  const auto addr = reinterpret_cast<uintptr_t>(p);
+  auto& table = allocations();
+  auto it = table.upper_bound(addr);
+  if (it == table.begin() || addr >= std::prev(it)->first + std::prev(it)->second.bytes)
+    throw std::runtime_error("a launch passed a device pointer that no tracked allocation holds: only the judge's "
+                             "DeviceBuffers can be passed to a worker");
+  --it;
+  if (it->second.handle.empty()) {
+    cudaIpcMemHandle_t h{};
+    ATTNGATE_CUDA_CHECK(cudaIpcGetMemHandle(&h, reinterpret_cast<void*>(it->first)));
+    it->second.handle = hex(&h, sizeof h);
+  }
+  w.opened[it->second.handle] = true;
+  return {it->second.handle, uint64_t(addr - it->first)};
+}
+
+worker::WireParams wire(const AttnParams& p, WorkerProcess& w) {
+  worker::WireParams out;
+  out.q = export_pointer(p.q, w);
+  out.k = export_pointer(p.k, w);
+  out.v = export_pointer(p.v, w);
+  out.o = export_pointer(p.o, w);
+  out.lse = export_pointer(p.lse, w);
+  out.strides = {p.q_batch_stride, p.q_row_stride, p.q_head_stride, p.k_batch_stride, p.k_row_stride,
+                 p.k_head_stride,  p.v_batch_stride, p.v_row_stride, p.v_head_stride, p.o_batch_stride,
+                 p.o_row_stride,   p.o_head_stride, p.lse_batch_stride, p.lse_head_stride};
+  out.batch = p.batch;
+  out.seqlen_q = p.seqlen_q;
+  out.seqlen_k = p.seqlen_k;
+  out.heads_q = p.heads_q;
+  out.heads_kv = p.heads_kv;
+  out.head_dim = p.head_dim;
+  out.softmax_scale = p.softmax_scale;
+  out.causal = p.causal;
+  out.dtype = int32_t(p.dtype);
+  return out;
+}
+
+// A reply's launch status as the registry's launch functions return it; a worker-side failure
+// that is not a launch status is thrown.
+cudaError_t launch_status(const RemoteKernel& k, const worker::Reply& r) {
+  if (r.cuda_status == int32_t(cudaErrorNotSupported)) {
+    set_unsupported_reason(r.unsupported_reason);
+    return cudaErrorNotSupported;
+  }
+  if (r.cuda_status != 0) return cudaError_t(r.cuda_status);
+  if (!r.ok) throw std::runtime_error("kernel '" + k.name + "' in worker " + k.worker->path() + ": " + r.error);
+  return cudaSuccess;
+}
+
+cudaError_t forward_launch(RemoteKernel& k, const AttnParams& p, cudaStream_t st) {
+  // The worker's stream cannot wait for ours: what the judge enqueued (inputs, poison) must be done.
+  ATTNGATE_CUDA_CHECK(cudaStreamSynchronize(st));
+  worker::Request r;
+  r.op = "launch";
+  r.kernel = k.name;
+  r.params = wire(p, *k.worker);
+  return launch_status(k, k.worker->call(r));
+}
+
+template <int I>
+cudaError_t trampoline(const AttnParams& p, cudaStream_t st) {
+  return forward_launch(*g_slots[I], p, st);
+}
+
+template <int... I>
+constexpr std::array<LaunchFn, sizeof...(I)> make_trampolines(std::integer_sequence<int, I...>) {
+  return {&trampoline<I>...};
+}
+constexpr auto kTrampolines = make_trampolines(std::make_integer_sequence<int, kSlots>{});
+int g_used_slots = 0;
+
+void register_kernel(const std::shared_ptr<WorkerProcess>& w, const worker::KernelDesc& d,
+                     const std::string& tree) {
+  if (g_used_slots == kSlots) throw std::runtime_error("more than 64 remote kernels");
+  if (KernelRegistry::instance().find(d.name))
+    throw std::runtime_error("worker " + w->path() + " offers kernel '" + d.name + "', which is already registered");
+  auto* k = new RemoteKernel(w, d.name, tree);  // lives as long as the registry
+  const int slot = g_used_slots++;
+  g_slots[size_t(slot)] = k;
+  KernelInfo info;
+  info.name = d.name;
+  info.description = d.description + " [in worker " + w->path() + "]";
+  for (int32_t t : d.dtypes) info.dtypes.push_back(DType(t));
+  info.head_dims = d.head_dims;
+  info.min_sm = d.min_sm;
+  info.launch = kTrampolines[size_t(slot)];
+  by_launch()[reinterpret_cast<const void*>(info.launch)] = k;
+  KernelRegistry::instance().add(std::move(info));
+}
+
+}  // namespace
+
+void start_worker(const std::string& path) {
+  ::signal(SIGPIPE, SIG_IGN);  // a dead worker is reported by the failed write, not by a signal
+  auto w = std::make_shared<WorkerProcess>(path);
+  worker::Request hello;
+  hello.op = "hello";
+  const worker::Reply r = w->call(hello);
+  if (!r.ok) throw std::runtime_error("worker " + path + ": hello failed: " + r.error);
+  if (r.protocol != worker::kProtocolVersion)
+    throw std::runtime_error("worker " + path + " speaks protocol " + std::to_string(r.protocol) + ", the judge " +
+                             std::to_string(worker::kProtocolVersion));
+  for (const auto& d : r.kernels) register_kernel(w, d, r.kernel_tree_sha256);
+  workers().push_back(w);
+}
+
+void load_workers(int& argc, char** argv) {
+  int out = 1;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a.rfind("--worker=", 0) == 0) start_worker(a.substr(9));
+    else argv[out++] = argv[i];
+  }
+  argc = out;
+  argv[argc] = nullptr;
+}
+
+RemoteKernel* find(const KernelInfo& k) {
+  auto it = by_launch().find(reinterpret_cast<const void*>(k.launch));
+  return it == by_launch().end() ? nullptr : it->second;
+}
+
+TimedResult timed_call(RemoteKernel& k, const AttnParams& p, cudaStream_t judge_stream, bool traced,
+                       uint64_t call_id) {
+  ATTNGATE_CUDA_CHECK(cudaStreamSynchronize(judge_stream));
+  worker::Request r;
+  r.op = "timed";
+  r.kernel = k.name;
+  r.params = wire(p, *k.worker);
+  r.traced = traced;
+  r.call_id = call_id;
+  const worker::Reply reply = k.worker->call(r);
+  const cudaError_t e = launch_status(k, reply);
+  if (e != cudaSuccess)
+    throw std::runtime_error("kernel '" + k.name + "' failed to launch: " + cudaGetErrorString(e) + " (" +
+                             cudaGetErrorName(e) + ")" + (reply.error.empty() ? "" : ": " + reply.error));
+  return {reply.event_ms, reply.held_timeout, reply.has_trace, reply.trace};
+}
+
+int64_t worker_pid(const RemoteKernel& k) { return k.worker->pid(); }
+
+std::vector<std::string> inventory(const RemoteKernel& k) {
+  const std::string path = k.worker->path() + ".kernels";
+  std::ifstream in(path);
+  if (!in) throw std::runtime_error("no kernel inventory " + path + " beside the worker (the build writes it)");
+  std::vector<std::string> names;
+  for (std::string line; std::getline(in, line);)
+    if (!line.empty()) names.push_back(line);
+  return names;
+}
+const std::string& kernel_tree_sha256(const RemoteKernel& k) { return k.tree_sha256; }
+
+void track_allocation(void* base, size_t bytes) {
+  if (!base) return;
+  std::lock_guard<std::mutex> lock(g_mutex);
+  allocations()[reinterpret_cast<uintptr_t>(base)] = {bytes, {}};
+}
+
+void untrack_allocation(void* base) noexcept {
+  std::string handle;
+  {
+    std::lock_guard<std::mutex> lock(g_mutex);
+    auto it = allocations().find(reinterpret_cast<uintptr_t>(base));
+    if (it == allocations().end()) return;
+    handle = it->second.handle;
+    allocations().erase(it);
+  }
+  if (handle.empty()) return;
+  for (auto& w : workers()) {
+    if (!w->opened.erase(handle)) continue;
+    try {
+      worker::Request r;
+      r.op = "release";
+      r.release = {handle};
+      w->call(r);
+    } catch (...) {
+      // A dead worker holds nothing any more; the next call through it reports why it died.
+    }
+  }
+}
+
+}  // namespace attngate::verify::remote
