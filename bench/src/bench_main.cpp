@@ -25,6 +25,7 @@
 #include "attngate/shard.hpp"
 #include "attngate/verify/gpu_pinning.hpp"
 #include "attngate/verify/problem.hpp"
+#include "attngate/verify/remote.hpp"
 
 #ifndef ATTNGATE_DEFAULT_SCENARIO_DIR
 #error "ATTNGATE_DEFAULT_SCENARIO_DIR must be defined by the build"
@@ -240,6 +241,12 @@ void run_compare(benchmark::State& st, Harness& h, const KernelInfo* k, const Ke
 
 int run(int argc, char** argv) {
   if (!attngate::plugin::load_plugins(argc, argv)) return 2;
+  try {
+    attngate::verify::remote::load_workers(argc, argv);  // --worker=PATH: kernels in their own process
+  } catch (const std::exception& e) {
+    std::cerr << "attngate_bench: " << e.what() << "\n";
+    return 2;
+  }
   const auto t_start = std::chrono::steady_clock::now();
   Options opt = parse_own_flags(argc, argv);
   if (opt.print_fields) {
@@ -320,6 +327,7 @@ int run(int argc, char** argv) {
     g_report.device_sm = harness.device_sm();
     fill_versions(g_report);
     g_report.peak_tflops = peak;
+    g_report.hbm_tbps = looked_up.hbm_tbps;
     g_report.noise_target = opt.noise_target;
     g_report.resamples = opt.bootstrap_resamples;
     if (usable(*k) && usable(*base)) {

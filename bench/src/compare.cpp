@@ -44,6 +44,9 @@ json figures_json(const KernelFigures& k) {
   j["kernel_count_min"] = k.kernel_count_min;
   j["kernel_count_max"] = k.kernel_count_max;
   j["kernel_count_changed"] = k.kernel_count_min != k.kernel_count_max;
+  j["foreign_kernel_names"] = k.foreign_kernels;
+  j["kernel_tree_sha256"] = k.kernel_tree_sha256;
+  j["process"] = k.isolated ? "worker" : "in-process";
   return j;
 }
 
@@ -91,6 +94,12 @@ ComparisonRow comparison_row(const Scenario& s, const Measurement& m, const Repo
   row.scenario = s.id;
   row.summary = scenario_summary(s);
   row.flops = s.flops();
+  {
+    const double e = s.dtype == DType::bf16 || s.dtype == DType::fp16 ? 2.0 : 4.0;
+    const double q = double(s.batch) * s.seqlen_q * s.heads_q * s.head_dim;
+    const double kv = double(s.batch) * s.seqlen_k * s.heads_kv * s.head_dim;
+    row.min_bytes = e * (2 * q + 2 * kv) + 4.0 * s.batch * s.heads_q * s.seqlen_q;
+  }
   row.samples = {m.series[0].event_ms, m.series[1].event_ms};
   row.stop = to_string(m.stop);
   row.loop_s = m.loop_s;
@@ -104,6 +113,9 @@ ComparisonRow comparison_row(const Scenario& s, const Measurement& m, const Repo
     for (const auto& t : k.traces)
       for (const auto& n : t.kernel_names) names.insert(short_kernel_name(n));
     f.kernel_names.assign(names.begin(), names.end());
+    f.foreign_kernels = k.foreign_kernels;
+    f.kernel_tree_sha256 = k.kernel_tree_sha256;
+    f.isolated = k.isolated;
     if (!k.traces.empty()) {
       const auto [lo, hi] = std::minmax_element(k.traces.begin(), k.traces.end(),
                                                 [](const CallTrace& a, const CallTrace& b) { return a.kernels < b.kernels; });
@@ -191,6 +203,7 @@ std::string to_json(const ComparisonReport& r, const SuiteSpeedup& s) {
   j["cuda_runtime_version"] = cuda_version_string(r.cuda_runtime_version);
   j["speedup_definition"] = "median untraced event time of base / of kernel; > 1 means kernel is faster";
   j["peak_tflops"] = num(r.peak_tflops);
+  j["hbm_tbps"] = num(r.hbm_tbps);
   j["noise_target"] = num(r.noise_target);
   j["geomean_speedup"] = num(s.geomean);
   j["geomean_ci95"] = {num(s.ci95.lo), num(s.ci95.hi)};
@@ -237,6 +250,7 @@ std::string to_json(const ComparisonReport& r, const SuiteSpeedup& s) {
     rows.push_back({{"id", row.scenario},
                     {"shape", row.summary},
                     {"flops", num(row.flops)},
+                    {"min_bytes", num(row.min_bytes)},
                     {"kernel_ms", num(km)},
                     {"base_ms", num(bm)},
                     {"kernel_min_ms", num(min_of(row.samples.kernel))},

@@ -8,8 +8,13 @@
 #include <string>
 #include <thread>
 
+#include <fstream>
+#include <random>
+#include <set>
+
 #include "attngate/bench/cupti_tracer.hpp"
 #include "attngate/cuda_check.hpp"
+#include "attngate/verify/remote.hpp"
 
 namespace attngate::bench {
 
@@ -36,9 +41,39 @@ size_t problem_bytes(const Scenario& s) {
 
 struct Harness::Contestant {
   const KernelInfo* kernel = nullptr;
+  verify::remote::RemoteKernel* remote = nullptr;  // set when the kernel runs in a worker
   std::vector<std::unique_ptr<verify::Problem>> inputs;
   KernelSeries series;
+  std::vector<CallTrace> remote_traces;  // traced calls of the current block, from the worker
 };
+
+namespace {
+
+CallTrace from_wire(const worker::WireTrace& w, uint64_t call_id) {
+  CallTrace t;
+  t.call_id = call_id;
+  t.kernels = w.kernels;
+  t.kernel_sum_ns = w.kernel_sum_ns;
+  t.span_ns = w.span_ns;
+  t.memcpys = w.memcpys;
+  t.memsets = w.memsets;
+  t.foreign_stream_kernels = w.foreign_stream_kernels;
+  t.streams = w.streams;
+  t.kernel_names = w.kernel_names;
+  return t;
+}
+
+// Kernels the traced calls ran that the worker's build-time inventory does not list.
+std::vector<std::string> foreign_kernels(const KernelSeries& s) {
+  const std::set<std::string> own(s.inventory.begin(), s.inventory.end());
+  std::set<std::string> foreign;
+  for (const auto& t : s.traces)
+    for (const auto& n : t.kernel_names)
+      if (!own.count(n) && n != kHoldKernelName) foreign.insert(n);
+  return {foreign.begin(), foreign.end()};
+}
+
+}  // namespace
 
 Harness::Harness(int device) : device_(select_device(device)), clock_(device) {
   cudaDeviceProp prop{};
@@ -74,8 +109,14 @@ Harness::CallTimes Harness::timed_call(Contestant& c, size_t input, bool traced,
   if (!verify::describe_state_change(clean_state_, verify::read_stream_state(stream_)).empty())
     verify::reset_stream_state(stream_, clean_state_);
   ATTNGATE_CUDA_CHECK(cudaCtxResetPersistingL2Cache());
+  // Every timed call starts from the poison a checked call starts from (before the flush, so the
+  // poisoned lines leave L2 too).
+  verify::Problem& p = *c.inputs[input];
+  p.o.poison(stream_);
+  p.lse.poison(stream_);
   ATTNGATE_CUDA_CHECK(cudaMemsetAsync(flush_.get(), int(call_id & 0xff), flush_bytes_, stream_));
   ATTNGATE_CUDA_CHECK(cudaStreamSynchronize(stream_));
+  if (c.remote) return remote_call(c, p, traced, call_id);
 
   CuptiTracer& tracer = CuptiTracer::instance();
   hold_.hold(stream_);
@@ -110,6 +151,39 @@ Harness::CallTimes Harness::timed_call(Contestant& c, size_t input, bool traced,
   out.wall_ms = std::chrono::duration<double, std::milli>(t1 - t0).count();
   out.held_timeout = hold_.last_timed_out();
   return out;
+}
+
+Harness::CallTimes Harness::remote_call(Contestant& c, verify::Problem& p, bool traced, uint64_t call_id) {
+  const auto t0 = Clock::now();
+  const verify::remote::TimedResult r = verify::remote::timed_call(*c.remote, p.params, stream_, traced, call_id);
+  const int64_t unwritten = verify::count_nan_outputs(p, stream_);
+  const auto t1 = Clock::now();
+  ++c.series.calls;
+  if (unwritten > 0)
+    throw TimedRunCheckError(TimedRunCheckError::kWrongOutput, c.kernel->name, p.scenario.id,
+                             std::to_string(unwritten) + " elements of O and LSE still held the NaN poison when the "
+                             "worker said the call was done (a timed call that skipped work, or left it running)");
+  if (traced && r.has_trace) c.remote_traces.push_back(from_wire(r.trace, call_id));
+  last_event_ms_ = r.event_ms;
+  CallTimes out;
+  out.event_ms = r.event_ms;
+  out.wall_ms = std::chrono::duration<double, std::milli>(t1 - t0).count();
+  out.held_timeout = r.held_timeout;
+  return out;
+}
+
+void Harness::check_call(Contestant& c, verify::Problem& p, const verify::DeviceTruth& truth, const char* when) {
+  const verify::DeviceErrors e = verify::device_errors(p, truth, stream_);
+  ++c.series.checked_calls;
+  // The suite defaults' absolute bounds, as check_timed_run: loose for any verified kernel, far
+  // below what a stale, skipped or partial output gives.
+  verify::Judgement j = verify::judge_absolute(e.o, e.lse, Tolerance{}.of(p.scenario.dtype));
+  if (j.pass) return;
+  std::string reasons;
+  for (const auto& r : j.reasons) reasons += (reasons.empty() ? "" : "; ") + r;
+  throw TimedRunCheckError(TimedRunCheckError::kWrongOutput, c.kernel->name, p.scenario.id,
+                           std::string("a timed call chosen at random (") + when + ") was judged against the fp32 "
+                           "reference: " + reasons + " (so the timed calls are not the computation verification checked)");
 }
 
 void Harness::check_timed_run(Contestant& c, const Scenario& s, const verify::GroundTruth& truth) {
@@ -175,9 +249,17 @@ Measurement Harness::measure(const Scenario& s, const std::vector<const KernelIn
   m.input_sets = sets;
 
   std::vector<Contestant> cs(kernels.size());
+  bool any_local = false;
   for (size_t i = 0; i < kernels.size(); ++i) {
     cs[i].kernel = kernels[i];
     cs[i].series.kernel = kernels[i]->name;
+    cs[i].remote = verify::remote::find(*kernels[i]);
+    any_local |= cs[i].remote == nullptr;
+    if (cs[i].remote) {
+      cs[i].series.isolated = true;
+      cs[i].series.kernel_tree_sha256 = verify::remote::kernel_tree_sha256(*cs[i].remote);
+      cs[i].series.inventory = verify::remote::inventory(*cs[i].remote);
+    }
     for (int r = 0; r < sets; ++r) {
       // Every kernel gets the same data (same seeds) in its own buffers.
       auto p = std::make_unique<verify::Problem>(s);
@@ -186,6 +268,14 @@ Measurement Harness::measure(const Scenario& s, const std::vector<const KernelIn
     }
   }
   ATTNGATE_CUDA_CHECK(cudaStreamSynchronize(stream_));
+  // The ground truth of each input set (every kernel has the same contents), kept on the device
+  // for the checks of timed calls.
+  std::vector<verify::DeviceTruth> truths;
+  for (int r = 0; r < sets; ++r) truths.push_back(verify::device_ground_truth(*cs[0].inputs[size_t(r)], stream_));
+  std::mt19937_64 rng(std::random_device{}());
+  std::set<int> fresh_rounds;  // rounds that start by giving their input set new contents
+  for (int i = 0; i < opt.fresh_points; ++i)
+    fresh_rounds.insert(1 + int(rng() % uint64_t(std::max(2 * opt.untraced_block, 2))));
 
   // First launch without the hold: lazy module loading may synchronize with the device.
   for (auto& c : cs) {
@@ -206,7 +296,8 @@ Measurement Harness::measure(const Scenario& s, const std::vector<const KernelIn
   auto traced_block = [&](int calls_per_kernel, bool keep) {
     std::map<uint64_t, size_t> owner;
     std::vector<uint64_t> ids;
-    tracer.enable();
+    for (auto& c : cs) c.remote_traces.clear();
+    if (any_local) tracer.enable();
     try {
       for (int i = 0; i < calls_per_kernel; ++i) {
         for (size_t k : order) {
@@ -224,13 +315,24 @@ Measurement Harness::measure(const Scenario& s, const std::vector<const KernelIn
         ++rotation;
       }
     } catch (...) {
-      tracer.disable();
-      tracer.take();
+      if (any_local) {
+        tracer.disable();
+        tracer.take();
+      }
       throw;
     }
+    if (!keep) {
+      if (any_local) {
+        tracer.disable();
+        tracer.take();
+      }
+      return;
+    }
+    for (auto& c : cs)
+      for (auto& t : c.remote_traces) c.series.traces.push_back(std::move(t));
+    if (!any_local) return;
     tracer.disable();
     ActivityLog log = tracer.take();
-    if (!keep) return;
     for (CallTrace& t : attribute_calls(log, ids, markers, &m.attribution))
       cs[owner.at(t.call_id)].series.traces.push_back(std::move(t));
     m.dropped_records += tracer.dropped_records();
@@ -251,11 +353,28 @@ Measurement Harness::measure(const Scenario& s, const std::vector<const KernelIn
       // Alternate the order every round so neither kernel always runs first.
       for (size_t k = 0; k < order.size(); ++k) order[k] = (round % 2 == 0) ? k : order.size() - 1 - k;
       ++round;
+      const size_t set = rotation % size_t(sets);
+      const bool fresh = fresh_rounds.count(round) > 0;
+      if (fresh) {
+        // New contents at the same pointers, from a seed drawn now: no earlier call could have
+        // computed this output, so a kernel that caches, precomputes or skips is timed honestly here.
+        const uint64_t seed = rng();
+        for (auto& c : cs) c.inputs[set]->fill(seed, Distribution::standard, stream_);
+        truths[set] = verify::device_ground_truth(*cs[0].inputs[set], stream_);
+        ATTNGATE_CUDA_CHECK(cudaStreamSynchronize(stream_));
+      }
       for (size_t k : order) {
-        const CallTimes t = timed_call(cs[k], rotation % size_t(sets), false, next_call_id_++);
+        const CallTimes t = timed_call(cs[k], set, false, next_call_id_++);
         cs[k].series.event_ms.push_back(t.event_ms);
         cs[k].series.wall_ms.push_back(t.wall_ms);
         cs[k].series.held_timeouts += t.held_timeout;
+        if (fresh) {
+          cs[k].series.fresh_event_ms.push_back(t.event_ms);
+          cs[k].series.fresh_wall_ms.push_back(t.wall_ms);
+          check_call(cs[k], *cs[k].inputs[set], truths[set], "the first call on new input contents");
+        } else if (opt.check_every > 0 && rng() % uint64_t(opt.check_every) == 0) {
+          check_call(cs[k], *cs[k].inputs[set], truths[set], "output read when the call returned");
+        }
       }
       ++rotation;
     }
@@ -310,7 +429,10 @@ Measurement Harness::measure(const Scenario& s, const std::vector<const KernelIn
     m.clock.median_mhz = median(mhz);
     m.clock.min_mhz = min_of(mhz);
   }
-  for (auto& c : cs) m.series.push_back(std::move(c.series));
+  for (auto& c : cs) {
+    if (c.series.isolated) c.series.foreign_kernels = foreign_kernels(c.series);
+    m.series.push_back(std::move(c.series));
+  }
   return m;
 }
 

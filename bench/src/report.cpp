@@ -122,6 +122,14 @@ Fields kernel_fields(const KernelSeries& k, const Measurement& m, const ReportCo
       {"noise_target_met", m.stop == StopReason::noise_target ? 1.0 : 0.0},
       {"loop_s", m.loop_s},
       {"setup_s", m.setup_s},
+      // Isolation (kernels/worker): the kernel ran in its own process; the judge's checks of timed calls.
+      {"isolated", k.isolated ? 1.0 : 0.0},
+      {"fresh_calls", double(k.fresh_event_ms.size())},
+      {"fresh_event_ms", median_or_zero(k.fresh_event_ms)},
+      {"fresh_wall_ms", median_or_zero(k.fresh_wall_ms)},
+      {"checked_calls", double(k.checked_calls)},
+      {"inventory_kernels", double(k.inventory.size())},
+      {"foreign_kernels", double(k.foreign_kernels.size())},
   };
   return f;
 }

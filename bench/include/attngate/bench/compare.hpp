@@ -25,6 +25,9 @@ struct KernelFigures {
   std::vector<std::string> kernel_names;  // short names of the distinct kernels its traced calls launched
   int kernel_count_min = 0;               // kernels per traced call, lowest and highest
   int kernel_count_max = 0;
+  std::vector<std::string> foreign_kernels;  // mangled names outside the worker's inventory
+  std::string kernel_tree_sha256;            // the worker's build-time hash of its kernel folder
+  bool isolated = false;
   // A field by name (event_ms, kernel_ms, wall_ms, ...); NaN when absent.
   double get(const std::string& field) const;
 };
@@ -33,6 +36,7 @@ struct ComparisonRow {
   std::string scenario;
   std::string summary;  // scenario_summary()
   double flops = 0;
+  double min_bytes = 0;  // Q, K and V read once, O and LSE written once: no call moves less
   PairedSamples samples;  // untraced event times (ms), kernel[i] and base[i] measured side by side
   std::string stop;       // why measuring stopped
   double loop_s = 0;
@@ -49,6 +53,7 @@ struct ComparisonReport {
   int cuda_driver_version = 0;    // cudaDriverGetVersion: the CUDA version the driver supports (13000)
   int cuda_runtime_version = 0;   // cudaRuntimeGetVersion: the runtime this binary uses
   double peak_tflops = 0;
+  double hbm_tbps = 0;  // the device's memory bandwidth: no call can beat reading Q, K, V and writing O at it
   double noise_target = 0;
   std::vector<ComparisonRow> rows;
   std::vector<std::pair<std::string, std::string>> failed;  // scenario, error

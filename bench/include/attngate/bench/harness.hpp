@@ -17,6 +17,7 @@
 #include "attngate/bench/stream_hold.hpp"
 #include "attngate/registry.hpp"
 #include "attngate/scenario.hpp"
+#include "attngate/verify/device_check.hpp"
 #include "attngate/verify/problem.hpp"
 #include "attngate/verify/verify_case.hpp"
 
@@ -57,6 +58,12 @@ struct MeasureOptions {
   // back, cuDNN-class kernels drew the H200 into its 700 W power cap (SM clock down to 1.7 GHz,
   // times up to 8% longer and bimodal); at most 2/3 of the time busy, they ran at 1980 MHz.
   double idle_ratio = 0.5;
+  // Timed calls judged like checked ones: about one in `check_every` untraced calls has its output
+  // compared with the fp32 reference, and at `fresh_points` random rounds an input set gets new
+  // contents (same pointers) before its next calls, which are checked too. The choices come from
+  // a seed nobody can read in advance (std::random_device).
+  int check_every = 8;
+  int fresh_points = 2;
 };
 
 // One kernel's samples, in call order.
@@ -72,6 +79,16 @@ struct KernelSeries {
   int calls = 0;                  // every call through the timed path, warm-up included
   int stream_state_changes = 0;   // calls that left a persisting-L2 window or limit behind (undone)
   std::string stream_state;       // what the first such call left, in words
+  // A kernel in a worker process (kernels/worker): event times and traces are the worker's word,
+  // wall times the judge's clock around the whole call, the judge's check of the output included.
+  bool isolated = false;
+  std::string kernel_tree_sha256;             // embedded in the worker when it was built
+  std::vector<std::string> inventory;         // kernels the worker's library defines (build time)
+  std::vector<std::string> foreign_kernels;   // kernels its traced calls ran that the inventory lacks
+  // Calls right after the judge gave their input set new contents (each also checked), and the
+  // calls whose output the judge checked against the fp32 reference.
+  std::vector<double> fresh_event_ms, fresh_wall_ms;
+  int checked_calls = 0;
 };
 
 struct ClockSummary {
@@ -126,6 +143,12 @@ class Harness {
   // `device_sync` false: wait for the harness stream only (the check of the timed run reads the
   // output then, as a caller synchronizing its stream would).
   CallTimes timed_call(Contestant& c, size_t input, bool traced, uint64_t call_id, bool device_sync = true);
+  // The same call of a kernel that runs in a worker: the wall clock runs from the request to the end
+  // of the judge's own count of unwritten outputs, so work the worker leaves running is either in
+  // the time or caught as unwritten.
+  CallTimes remote_call(Contestant& c, verify::Problem& p, bool traced, uint64_t call_id);
+  // Checks one call's output against the fp32 reference of its input set, on the device.
+  void check_call(Contestant& c, verify::Problem& p, const verify::DeviceTruth& truth, const char* when);
   // One more call of c's kernel through the timed path on its first input set, which holds the
   // contents `truth` was computed from; throws TimedRunCheckError when the output is not right.
   void check_timed_run(Contestant& c, const Scenario& s, const verify::GroundTruth& truth);
