@@ -3,20 +3,24 @@
 include(GoogleTest)
 
 # Each test writes its JSON outcome into results_dir (read by the gate).
-#   attngate_generated_tests(<target> <stem> <results_dir> [GATE_BENCH <target> GATE_TOOL <target>])
-# With GATE_BENCH (attngate_bench) and GATE_TOOL (attngate) the script also holds the gate's own
+#   attngate_generated_tests(<target> <stem> <results_dir> [GATE_BENCH <target> GATE_TOOL <target>
+#                            GATE_JUDGE <target>])
+# With GATE_BENCH (attngate_bench_judge), GATE_JUDGE (attngate_verify_judge) and GATE_TOOL (attngate),
+# the gate's kernels running in the workers of ATTNGATE_WORKERS_DIR, the script also holds the gate's own
 # tests when the suites include `gate` (gate.setup, gate.device, gate.performance, gate.report:
 # agent_hooks/README.md), all in one script so that their DEPENDS order them.
 function(attngate_generated_tests target stem results_dir)
-  cmake_parse_arguments(PARSE_ARGV 3 arg "" "GATE_BENCH;GATE_TOOL" "")
+  cmake_parse_arguments(PARSE_ARGV 3 arg "" "GATE_BENCH;GATE_TOOL;GATE_JUDGE" "")
   file(GLOB _suites CONFIGURE_DEPENDS ${ATTNGATE_SCENARIO_DIR}/*.yaml)
   set(_script ${CMAKE_CURRENT_BINARY_DIR}/${stem}.cmake)
   set(_gate_args)
   set(_gate_deps)
   if(arg_GATE_BENCH AND arg_GATE_TOOL)
+    get_property(_workers GLOBAL PROPERTY ATTNGATE_WORKERS)
     set(_gate_args --emit-bench=$<TARGET_FILE:${arg_GATE_BENCH}> --emit-attngate=$<TARGET_FILE:${arg_GATE_TOOL}>
+                   --emit-judge=$<TARGET_FILE:${arg_GATE_JUDGE}> --emit-workers=${ATTNGATE_WORKERS_DIR}
                    --emit-build-dir=${CMAKE_BINARY_DIR} --emit-source-dir=${CMAKE_SOURCE_DIR})
-    set(_gate_deps ${arg_GATE_BENCH} ${arg_GATE_TOOL})
+    set(_gate_deps ${arg_GATE_BENCH} ${arg_GATE_TOOL} ${arg_GATE_JUDGE} ${_workers})
   endif()
   add_custom_command(
     OUTPUT ${_script}

@@ -181,8 +181,9 @@ scenarios:
 ]=])
 set(emit_args --emit-ctest=${WORK_DIR}/tests.cmake --emit-exe=/x/attngate_verify --scenarios=${WORK_DIR}/scenarios
               --results-dir=/b/verify/results)
-execute_process(COMMAND ${EMITTER} ${emit_args} --emit-bench=/x/attngate_bench --emit-attngate=/x/attngate
-                        --emit-build-dir=/b --emit-source-dir=/src
+execute_process(COMMAND ${EMITTER} ${emit_args} --emit-bench=/x/attngate_bench_judge --emit-attngate=/x/attngate
+                        --emit-build-dir=/b --emit-source-dir=/src --emit-judge=/x/attngate_verify_judge
+                        --emit-workers=/w
                 RESULT_VARIABLE rc ERROR_VARIABLE err)
 if(NOT (rc EQUAL 0))
   fail("the emitter failed on the one-shape gate (${rc}): ${err}")
@@ -191,7 +192,12 @@ file(READ "${WORK_DIR}/tests.cmake" script)
 foreach(want "[==[--compare=initial,candidate]==]" "[==[--kernel=initial]==]" "[==[--baseline=candidate]==]"
              "set_tests_properties([==[verify.initial.gate_tiny]==] PROPERTIES LABELS [==[gpu;verify;gate]==]"
              "set_tests_properties([==[verify.candidate.gate_tiny]==] PROPERTIES LABELS [==[gpu;verify]==]"
-             "[==[--compare_out=/b/gate/performance.json]==]" "[==[--started-after=/b/gate/started]==]")
+             "[==[--compare_out=/b/gate/performance.json]==]" "[==[--started-after=/b/gate/started]==]"
+             # The kernels run in workers, the gate's tests in the judge builds (agent_hooks/SECURITY.md).
+             "add_test([==[verify.initial.gate_tiny]==] [==[/x/attngate_verify_judge]==] [==[--worker=/w/attngate_worker_initial]==] [==[--worker=/w/attngate_worker_candidate]==]"
+             "add_test([==[gate.performance]==] [==[/x/attngate_bench_judge]==] [==[--worker=/w/attngate_worker_initial]==] [==[--worker=/w/attngate_worker_candidate]==]"
+             "add_test([==[gate.device]==] [==[/x/attngate_verify_judge]==]"
+             "add_test([==[verify.candidate.gate_tiny]==] [==[/x/attngate_verify]==]")
   string(FIND "${script}" "${want}" at)
   if(NOT (at GREATER -1))
     fail("the emitted script lacks ${want}")
@@ -199,7 +205,7 @@ foreach(want "[==[--compare=initial,candidate]==]" "[==[--kernel=initial]==]" "[
 endforeach()
 execute_process(COMMAND ${EMITTER} ${emit_args} RESULT_VARIABLE rc ERROR_VARIABLE err)
 if(NOT (NOT rc EQUAL 0))
-  fail("the emitter wrote a gate without the paths of attngate_bench and attngate")
+  fail("the emitter wrote a gate without the paths of the judge binaries, the workers and attngate")
 endif()
 string(FIND "${err}" "--emit-bench" at)
 if(NOT (at GREATER -1))
