@@ -5,16 +5,16 @@
 #   cmake -DNM=nm -DOBJECTS="a.o;b.o" -DOUT=file -P inventory.cmake
 # nvcc gives every __global__ function a host stub, `__device_stub__` + its mangled name without
 # the leading '_'; the stub is internal, so nm shows it length-prefixed (`_ZL<n>__device_stub__...`
-# or the same inside a local's name), and the length says where the name ends.
+# `_Z<n>__device_stub__...`, or inside a local's name), and the length says where the name ends.
 set(names)
 foreach(obj IN LISTS OBJECTS)
   execute_process(COMMAND ${NM} --defined-only ${obj} OUTPUT_VARIABLE syms RESULT_VARIABLE rc)
   if(NOT rc EQUAL 0)
     message(FATAL_ERROR "inventory: ${NM} ${obj} failed (${rc})")
   endif()
-  string(REGEX MATCHALL "L[0-9]+__device_stub__[A-Za-z0-9_]+" hits "${syms}")
+  string(REGEX MATCHALL "[A-Z][0-9]+__device_stub__[A-Za-z0-9_]+" hits "${syms}")
   foreach(hit IN LISTS hits)
-    string(REGEX MATCH "^L([0-9]+)(__device_stub__.*)$" _ "${hit}")
+    string(REGEX MATCH "^[A-Z]([0-9]+)(__device_stub__.*)$" _ "${hit}")
     set(len ${CMAKE_MATCH_1})
     set(rest ${CMAKE_MATCH_2})
     string(LENGTH "${rest}" have)
