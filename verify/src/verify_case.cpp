@@ -22,6 +22,14 @@ bool CaseOutcome::pass() const {
 
 // ---- Building blocks --------------------------------------------------------------------------
 
+// Beside the ratio to the initial kernel, the dtype's absolute bounds: a bound that scales with the
+// baseline's error must not grow without limit when the baseline's error does.
+void judge_ceiling(Judgement& j, const ErrorStats& o, const ErrorStats& lse, const DtypeTolerance& tol) {
+  const Judgement ceiling = judge_absolute(o, lse, tol);
+  for (const auto& r : ceiling.reasons)
+    if (r.find("bound") != std::string::npos) j.fail(r + " (the dtype's ceiling, whatever the initial kernel's error)");
+}
+
 GroundTruth gpu_ground_truth(Problem& p, cudaStream_t st) {
   DeviceBuffer o_ref(size_t(p.q_elems()) * sizeof(float));
   DeviceBuffer lse_ref(size_t(p.lse_elems()) * sizeof(float));
@@ -265,6 +273,7 @@ CaseOutcome verify_case(const KernelInfo& kernel, const KernelInfo& initial, con
         r.initial_lse = base.lse;
         r.judgement = judge_against_initial(run.o, run.lse, base.o, base.lse, tol.ratio_to_initial,
                                             tol.of(s.dtype));
+        judge_ceiling(r.judgement, run.o, run.lse, tol.of(s.dtype));
       }
       judge_calls(r, first, second, p.q_elems());
     }
