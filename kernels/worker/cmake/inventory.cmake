@@ -2,11 +2,12 @@
 # in a kernel library's objects, one per line, sorted. The judge fails a call that launches any
 # other kernel (FOREIGN_KERNEL), so this list is made here, at build time, from what the compiler
 # produced, never by the worker at run time.
-#   cmake -DNM=nm -DOBJECTS="a.o;b.o" -DOUT=file -P inventory.cmake
+#   cmake -DNM=nm -DOBJECTS="a.o|b.o" -DOUT=file -P inventory.cmake   ('|' or ';' between objects)
 # nvcc gives every __global__ function a host stub, `__device_stub__` + its mangled name without
 # the leading '_'; the stub is internal, so nm shows it length-prefixed (`_ZL<n>__device_stub__...`
 # `_Z<n>__device_stub__...`, or inside a local's name), and the length says where the name ends.
 set(names)
+string(REPLACE "|" ";" OBJECTS "${OBJECTS}")
 foreach(obj IN LISTS OBJECTS)
   execute_process(COMMAND ${NM} --defined-only ${obj} OUTPUT_VARIABLE syms RESULT_VARIABLE rc)
   if(NOT rc EQUAL 0)
