@@ -8,14 +8,18 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <ostream>
 #include <sstream>
 
+#include "attngate/hooks/build_lock.hpp"
+#include "attngate/hooks/candidate_tree.hpp"
 #include "attngate/hooks/churn.hpp"
 #include "attngate/hooks/git.hpp"
 #include "attngate/hooks/process.hpp"
 #include "attngate/hooks/questions.hpp"
+#include "attngate/hooks/receipt.hpp"
 #include "attngate/hooks/sha256.hpp"
 #include "attngate/hooks/supervisor.hpp"
 
@@ -40,6 +44,32 @@ std::string join(const std::vector<std::string>& v, const std::string& sep) {
 }
 
 std::string candidate_rel(const Context& ctx) { return fs::relative(ctx.candidate, ctx.repo).generic_string(); }
+
+std::string candidate_dir_rel(const Context& ctx) {
+  return fs::relative(candidate_dir(ctx), ctx.repo).generic_string();
+}
+
+// The candidate folder's listing and tree hash; the hash is empty when the folder cannot be read.
+std::string read_tree(const Context& ctx, TreeListing& listing) {
+  try {
+    listing = list_tree(candidate_dir(ctx));
+    return tree_sha256(listing);
+  } catch (const std::exception&) {
+    listing.clear();
+    return {};
+  }
+}
+
+std::string current_tree_sha256(const Context& ctx) {
+  TreeListing ignored;
+  return read_tree(ctx, ignored);
+}
+
+std::string short_or(const std::string& sha, const char* none) {
+  return sha.empty() ? std::string(none) : sha.substr(0, 12);
+}
+
+std::string tree_name(const std::string& sha) { return short_or(sha, "unreadable"); }
 
 SupervisorConfig load_supervisor(const Context& ctx) {
   SupervisorConfig cfg;
@@ -174,6 +204,28 @@ std::string limit_context_of(const std::vector<ScenarioResult>& scenarios, const
   return os.str();
 }
 
+// The judgement a record copies from its report.
+void copy_report(Record& r, const GateReport& report) {
+  r.verdict = report.verdict;
+  r.reasons = report.reasons;
+  r.target = report.target;
+  r.geomean = report.geomean;
+  r.scenarios = report.scenarios;
+  r.baselines = report.baselines;
+}
+
+// The bar: the best version attngate committed against the same baseline, else the baseline itself.
+std::pair<double, std::string> commit_bar(const Context& ctx, const Record& r) {
+  std::optional<CommittedVersion> best;
+  for (const auto& v : git_committed_versions(ctx.repo)) {
+    if (!v.baseline.empty() && !r.target.baseline.empty() && v.baseline != r.target.baseline) continue;
+    if (!best || v.geomean > best->geomean) best = v;
+  }
+  if (!best) return {1.0, "the baseline itself (1.000x)"};
+  return {best->geomean, "the best committed version (" + fmt("%.3fx", best->geomean) + ", commit " +
+                             best->commit.substr(0, 12) + ")"};
+}
+
 GateReport report_with_ctest_status(GateReport report, int ctest_exit) {
   if (report.verdict == "pass" && ctest_exit != 0) {
     report.verdict = "fail";
@@ -206,11 +258,13 @@ Context default_context(std::ostream& out, std::ostream& err) {
 
 fs::path state_dir(const Context& ctx) { return ctx.lineage.parent_path(); }
 
+fs::path candidate_dir(const Context& ctx) { return ctx.candidate.parent_path(); }
+
 Evaluation evaluate(const Context& ctx, const EvaluationInput& in) {
   SupervisorConfig cfg = load_supervisor(ctx);
   QuestionBank bank = load_bank(ctx);
 
-  std::optional<std::string> source = read_file(ctx.candidate);
+  std::optional<std::string> source = in.candidate_source ? in.candidate_source : read_file(ctx.candidate);
   std::string file_sha = source ? sha256_hex(*source) : std::string{};
   std::string sha = file_sha;
   std::string measured = in.report.provenance.value("candidate_sha256", std::string{});
@@ -222,7 +276,8 @@ Evaluation evaluate(const Context& ctx, const EvaluationInput& in) {
     source.reset();
   }
   if (source && !sha.empty()) store_version(state_dir(ctx) / "versions", sha, *source);
-  GitState git = git_state(ctx.repo, candidate_rel(ctx));
+  GitState git = in.git ? *in.git : git_state(ctx.repo, candidate_rel(ctx));
+  std::string tree = in.candidate_tree_sha256.empty() ? current_tree_sha256(ctx) : in.candidate_tree_sha256;
 
   std::vector<LineageIssue> issues;
   Lineage lineage(ctx.lineage);
@@ -234,18 +289,15 @@ Evaluation evaluate(const Context& ctx, const EvaluationInput& in) {
     r.source = in.source;
     r.session = in.session;
     r.candidate_sha256 = sha;
+    r.candidate_tree_sha256 = tree;
     r.git_commit = git.commit;
     r.git_dirty = git.dirty;
     r.candidate_dirty = git.candidate_dirty;
-    r.verdict = in.report.verdict;
-    r.reasons = in.report.reasons;
-    r.target = in.report.target;
-    r.geomean = in.report.geomean;
-    r.scenarios = in.report.scenarios;
-    r.baselines = in.report.baselines;
+    copy_report(r, in.report);
     r.report = in.report_path;
     r.build_exit = in.build_exit;
     r.ctest_exit = in.ctest_exit;
+    r.suspicious_confirmed = in.suspicious_confirmed;
     auto earlier = earlier_all.evaluations();
     r.churn = churn_for(ctx, earlier, r, source);
     r.signals = compute_signals(earlier, r, cfg);
@@ -259,6 +311,11 @@ Evaluation evaluate(const Context& ctx, const EvaluationInput& in) {
         r.questions.push_back({t, q->id});
         asked.push_back(r.questions.back());
       }
+    // Signed last: the receipt covers the version, the signals and the verdict as recorded.
+    if (in.receipt_key) {
+      r.receipt = Receipt{machine_id(), in.report_sha256, {}};
+      r.receipt->hmac_sha256 = receipt_hmac(r, *in.receipt_key);
+    }
     return r;
   });
   print_issues(ctx, issues);
@@ -314,48 +371,73 @@ int cmd_record(const Context& ctx, const fs::path& report_path) {
     *ctx.err << "attngate record: " << ex.what() << "\n";
     return kExitError;
   }
-  *ctx.out << format_verdict(ctx, e);
+  *ctx.out << format_verdict(ctx, e)
+           << "  recorded for inspection (source record): attngate commit accepts only a gate run's record\n";
   return e.record.verdict == "pass" ? kExitPass : kExitFail;
 }
 
 namespace {
 
-EvaluationInput run_gate(const Context& ctx, const GateOptions& o, const std::string& source) {
-  fs::path build = o.build_dir.empty() ? ctx.repo / "build" / "gpu" : o.build_dir;
-  fs::path gate_dir = build / "gate";
-  fs::path report_path = gate_dir / "report.json";
-  fs::path log = gate_dir / "attngate_gate.log";
-  EvaluationInput in;
-  in.source = source;
-  in.report_path = report_path.string();
-  if (!fs::exists(build / "CMakeCache.txt")) {
-    in.report = synthesized_failure("BUILD_FAILED", "no configured build at " + build.string() +
-                                                        " (configure it first: cmake --preset gpu)");
-    return in;
+fs::path build_dir_of(const Context& ctx, const GateOptions& o) {
+  return o.build_dir.empty() ? ctx.repo / "build" / "gpu" : o.build_dir;
+}
+
+void fail_with(GateReport& report, const std::string& code, const std::string& detail) {
+  report.verdict = "fail";
+  report.reasons.push_back({code, {}, detail});
+}
+
+std::string provenance_string(const GateReport& report, const char* key) {
+  auto it = report.provenance.find(key);
+  return it != report.provenance.end() && it->is_string() ? it->get<std::string>() : std::string{};
+}
+
+// Why this machine or build folder cannot run the gate at all; empty when it can.
+std::string environment_problem(const fs::path& build) {
+  if (!fs::exists(build / "CMakeCache.txt"))
+    return "no configured build at " + build.string() + " (configure it first: cmake --preset gpu)";
+  for (const char* tool : {"cmake", "ctest"})
+    if (!on_path(tool)) return std::string(tool) + " not found on PATH";
+  return {};
+}
+
+// Reads the report once: its hash, its judgement and the fields attngate reads beside GateReport;
+// returns its JSON. A report's own "suspicious_confirmed" is not read: only the gate's re-run sets it.
+json read_report(const fs::path& report_path, int ctest_exit, EvaluationInput& in) {
+  auto bytes = read_file(report_path);
+  if (!bytes) throw std::runtime_error("cannot read " + report_path.string());
+  json j;
+  try {
+    j = json::parse(*bytes);
+  } catch (const json::exception& e) {
+    throw std::runtime_error(report_path.string() + ": not JSON: " + e.what());
   }
+  in.report = report_with_ctest_status(parse_report(j), ctest_exit);
+  in.report_sha256 = sha256_hex(*bytes);
+  return j;
+}
+
+// How build and ctest run: from the repository, their output inherited or appended to the log.
+RunOptions gate_run_options(const Context& ctx, const GateOptions& o, const fs::path& log) {
   RunOptions ro;
   ro.cwd = ctx.repo;
   ro.output = Output::inherit;
   if (o.quiet) {
-    std::error_code ec;
-    fs::create_directories(gate_dir, ec);
     ro.output = Output::log;
     ro.log_file = log;
-    std::ofstream(log, std::ios::trunc).flush();  // the log holds this run only
   }
   if (o.target) ro.env.emplace_back("ATTNGATE_GEOMEAN_TARGET", fmt("%.17g", *o.target));
+  return ro;
+}
 
-  std::string where = o.quiet ? " (output in " + log.string() + ")" : std::string{};
-
-  // The report is trusted only if this run wrote it: a stale one would describe another candidate.
-  auto started = fs::file_time_type::clock::now();
-  auto build_result = run_process({"cmake", "--build", build.string()}, ro);
-  in.build_exit = build_result.exit_code;
-  if (build_result.exit_code != 0) {
-    in.report = synthesized_failure("BUILD_FAILED", "cmake --build " + build.string() + " exited " +
-                                                        std::to_string(build_result.exit_code) + where);
-    return in;
-  }
+// One `ctest -L gate` run: reads the report it wrote into `in` and returns its JSON, or synthesizes
+// a failure (and returns nothing) when there is no report to trust. `started`: before this run.
+std::optional<json> run_gate_tests(const GateOptions& o, const fs::path& build, const RunOptions& ro,
+                                   fs::file_time_type started, EvaluationInput& in) {
+  const fs::path gate_dir = build / "gate";
+  const fs::path report_path = gate_dir / "report.json";
+  const std::string where = o.quiet ? " (output in " + ro.log_file.string() + ")" : std::string{};
+  in.report_path = report_path.string();
   std::vector<std::string> ctest = {"ctest", "--test-dir", build.string(), "-L", "gate", "--output-on-failure",
                                     "--no-tests=error"};
   ctest.insert(ctest.end(), o.ctest_args.begin(), o.ctest_args.end());
@@ -371,44 +453,292 @@ EvaluationInput run_gate(const Context& ctx, const GateOptions& o, const std::st
   if (ec || written < started) {
     in.report = synthesized_failure("NO_REPORT", "ctest -L gate exited " + std::to_string(ctest_result.exit_code) +
                                                      " without writing " + report_path.string() + where);
-    return in;
+    return std::nullopt;
   }
   if (marker_ec || marker < started || written < marker) {
     in.report = synthesized_failure(
         "NO_REPORT", "the report was not written after this run's gate.setup (marker " + (gate_dir / "started").string() +
                          (marker_ec ? " missing" : marker < started ? " older than this run" : " newer than the report") +
                          "): was gate.setup filtered out? ctest exited " + std::to_string(ctest_result.exit_code) + where);
-    return in;
+    return std::nullopt;
   }
+  json j;
   try {
-    in.report = report_with_ctest_status(load_report(report_path), ctest_result.exit_code);
+    j = read_report(report_path, ctest_result.exit_code, in);
   } catch (const std::exception& e) {
     in.report = synthesized_failure("NO_REPORT", std::string("unreadable report: ") + e.what());
-    return in;
+    return std::nullopt;
   }
-  if (o.target && (!in.report.target.geomean || std::abs(*in.report.target.geomean - *o.target) > 1e-9)) {
-    in.report.verdict = "fail";
-    in.report.reasons.push_back({"TARGET_NOT_APPLIED", {}, "asked for geomean target " + fmt("%.3f", *o.target) +
-                                                               " but the gate judged against " +
-                                                               fx(in.report.target.geomean)});
+  if (o.target && (!in.report.target.geomean || std::abs(*in.report.target.geomean - *o.target) > 1e-9))
+    fail_with(in.report, "TARGET_NOT_APPLIED",
+              "asked for geomean target " + fmt("%.3f", *o.target) + " but the gate judged against " +
+                  fx(in.report.target.geomean));
+  return j;
+}
+
+// Builds, runs `ctest -L gate` and reads this run's report into `in` (a synthesized failure when
+// there is none to trust); returns the report's JSON when it was read.
+std::optional<json> build_and_test(const Context& ctx, const GateOptions& o, const fs::path& build,
+                                   EvaluationInput& in) {
+  const fs::path log = build / "gate" / "attngate_gate.log";
+  in.report_path = (build / "gate" / "report.json").string();
+  if (o.quiet) std::ofstream(log, std::ios::trunc).flush();  // the log holds this run only
+  const RunOptions ro = gate_run_options(ctx, o, log);
+
+  // The report is trusted only if this run wrote it: a stale one would describe another candidate.
+  auto started = fs::file_time_type::clock::now();
+  auto build_result = run_process({"cmake", "--build", build.string()}, ro);
+  in.build_exit = build_result.exit_code;
+  if (build_result.exit_code != 0) {
+    in.report = synthesized_failure("BUILD_FAILED", "cmake --build " + build.string() + " exited " +
+                                                        std::to_string(build_result.exit_code) +
+                                                        (o.quiet ? " (output in " + log.string() + ")" : ""));
+    return std::nullopt;
   }
-  return in;
+  return run_gate_tests(o, build, ro, started, in);
+}
+
+// CANDIDATE_CHANGED: the measurement belongs to the tree hashed before the build only if the folder
+// is still that tree after ctest (`when`: which run) and the built code says it was built from it.
+void check_candidate_unchanged(const Context& ctx, const TreeListing& before, EvaluationInput& in,
+                               const std::string& when = "after ctest") {
+  const std::string& pre = in.candidate_tree_sha256;
+  const std::string dir = candidate_dir_rel(ctx);
+  TreeListing after;
+  const std::string post = read_tree(ctx, after);
+  if (post != pre) {
+    std::string first = first_tree_difference(before, after);
+    fail_with(in.report, "CANDIDATE_CHANGED",
+              dir + " changed during the gate run" + (first.empty() ? "" : " (" + first + ")") + ": tree " +
+                  tree_name(pre) + " before the build, " + tree_name(post) + " " + when);
+  }
+  const std::string built = provenance_string(in.report, "candidate_tree_sha256_built");
+  if (!built.empty() && built != pre)
+    fail_with(in.report, "CANDIDATE_CHANGED",
+              "the measured binaries were built from " + dir + " tree " + tree_name(built) +
+                  ", but the gate hashed " + tree_name(pre) +
+                  " before building (provenance.candidate_tree_sha256_built)");
+}
+
+// HEAD_CHANGED: the harness was judged at the report's commit; commit accepts the gate-start one.
+void check_head_unchanged(const Context& ctx, EvaluationInput& in, const std::string& after = "after ctest") {
+  if (!in.git || in.git->commit.empty()) return;
+  const std::string& start = in.git->commit;
+  const std::string now = git_state(ctx.repo, candidate_rel(ctx)).commit;
+  const std::string measured = provenance_string(in.report, "attngate_commit");
+  if (now != start)
+    fail_with(in.report, "HEAD_CHANGED",
+              "git HEAD moved during the gate run: " + short_sha(start) + " at the start, " + short_or(now, "none") +
+                  " " + after);
+  else if (!measured.empty() && measured != start)
+    fail_with(in.report, "HEAD_CHANGED",
+              "the report judged commit " + short_sha(measured) + ", but the gate started at " + short_sha(start));
+}
+
+// What this run measures, taken before anything is built.
+TreeListing snapshot_candidate(const Context& ctx, EvaluationInput& in) {
+  in.candidate_source = read_file(ctx.candidate);
+  in.git = git_state(ctx.repo, candidate_rel(ctx));
+  TreeListing before;
+  in.candidate_tree_sha256 = read_tree(ctx, before);
+  return before;
+}
+
+// Issue 12: a gain beyond the supervisor's suspicious factor passes only after a re-run with fresh
+// seeds inside the same gate run.
+
+// The supervisor's `suspicious` signals on this report as evaluate() will compute them, plus
+// commit's own step check against the committed bar (a second gate run of the same tree hides the
+// supervisor's step signal, never that one): what calls for the re-run.
+std::vector<Signal> suspicious_signals(const Context& ctx, const EvaluationInput& in) {
+  const SupervisorConfig cfg = load_supervisor(ctx);
+  Record cur;
+  cur.time = now_iso8601();
+  copy_report(cur, in.report);
+  std::vector<Signal> found;
+  for (auto& s : compute_signals(Lineage(ctx.lineage).read().evaluations(), cur, cfg))
+    if (s.trigger == "suspicious") found.push_back(std::move(s));
+  const bool step = std::any_of(found.begin(), found.end(), [](const Signal& s) { return s.kind == "step"; });
+  if (!step && cur.geomean.speedup) {
+    auto [bar, bar_what] = commit_bar(ctx, cur);
+    const double g = *cur.geomean.speedup;
+    if (bar > 0 && g / bar > cfg.suspicious.step_speedup)
+      found.push_back(
+          {"suspicious", "step", "geomean " + fmt("%.3fx", g) + " is " + fmt("%.3fx", g / bar) + " " + bar_what});
+  }
+  return found;
+}
+
+std::string geomean_text(const Geomean& g) {
+  return fx(g.speedup) + " CI " +
+         (g.ci_low && g.ci_high ? "[" + fmt("%.3f", *g.ci_low) + ", " + fmt("%.3f", *g.ci_high) + "]" : "none");
+}
+
+bool intervals_overlap(const Geomean& a, const Geomean& b) {
+  return a.ci_low && a.ci_high && b.ci_low && b.ci_high &&
+         std::max(*a.ci_low, *b.ci_low) <= std::min(*a.ci_high, *b.ci_high);
+}
+
+// Why the re-run does not confirm the first run's gain; empty when it does (it passes and the two
+// geomeans' 95% intervals overlap).
+std::string unconfirmed_why(const GateReport& first, const GateReport& second) {
+  if (second.verdict != "pass") {
+    std::vector<std::string> codes;
+    for (const auto& r : second.reasons) codes.push_back(r.code);
+    std::string why = "the re-run with fresh seeds failed (" + join(codes, ", ") + ")";
+    if (!second.reasons.empty() && !second.reasons.front().detail.empty())
+      why += ": " + second.reasons.front().detail;
+    return why;
+  }
+  if (!intervals_overlap(first.geomean, second.geomean))
+    return "the re-run with fresh seeds measured geomean " + geomean_text(second.geomean) + ", the first run " +
+           geomean_text(first.geomean) + ": the 95% intervals do not overlap";
+  return {};
+}
+
+void write_atomically(const fs::path& file, const std::string& bytes) {
+  fs::path tmp = file;
+  tmp += ".tmp." + std::to_string(::getpid());
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    out << bytes;
+    out.flush();
+    if (!out) throw std::runtime_error("cannot write " + tmp.string());
+  }
+  fs::rename(tmp, file);
+}
+
+// The confirming run: `ctest -L gate` again, same command line, under the same lock (fresh seeds and
+// worker processes); its report is kept as report.confirm.json (report.confirm.md). The folder is
+// hashed again afterwards, and HEAD checked, as after the first run.
+EvaluationInput rerun_gate_tests(const Context& ctx, const GateOptions& o, const fs::path& build,
+                                 const TreeListing& before, const EvaluationInput& first) {
+  EvaluationInput second;
+  second.candidate_tree_sha256 = first.candidate_tree_sha256;
+  second.git = first.git;
+  const fs::path gate = build / "gate";
+  const RunOptions ro = gate_run_options(ctx, o, gate / "attngate_gate.log");
+  if (run_gate_tests(o, build, ro, fs::file_time_type::clock::now(), second)) {
+    fs::rename(gate / "report.json", gate / "report.confirm.json");
+    std::error_code ec;
+    if (fs::exists(gate / "report.md", ec)) fs::rename(gate / "report.md", gate / "report.confirm.md");
+    second.report_path = (gate / "report.confirm.json").string();
+  } else {
+    second.report_path.clear();
+  }
+  const std::string after = "after the confirming ctest run";
+  check_candidate_unchanged(ctx, before, second, after);
+  check_head_unchanged(ctx, second, after);
+  return second;
+}
+
+json optional_number(const std::optional<double>& v) { return v ? json(*v) : json(nullptr); }
+
+// The report the record names and whose hash the receipt signs: the first run's, with the outcome of
+// the re-run added, written back as report.json (and its report.md put back beside it).
+void write_recorded_report(const fs::path& gate, json first, const std::optional<std::string>& first_md,
+                           const EvaluationInput& second, EvaluationInput& in) {
+  first["suspicious_confirmed"] = in.suspicious_confirmed;
+  first["confirmation"] = {{"geomean", optional_number(second.report.geomean.speedup)},
+                           {"ci_low", optional_number(second.report.geomean.ci_low)},
+                           {"ci_high", optional_number(second.report.geomean.ci_high)},
+                           {"report_sha256", second.report_sha256.empty() ? json(nullptr) : json(second.report_sha256)},
+                           {"verdict", second.report.verdict},
+                           {"report", second.report_path.empty() ? json(nullptr) : json(second.report_path)}};
+  const std::string bytes = first.dump(1) + "\n";
+  write_atomically(gate / "report.json", bytes);
+  if (first_md) write_atomically(gate / "report.md", *first_md);
+  in.report_path = (gate / "report.json").string();
+  in.report_sha256 = sha256_hex(bytes);
+}
+
+// A passing run with a suspicious signal is run again; the gain stands only if the re-run passes
+// and its geomean interval overlaps the first's, else the verdict is SUSPICIOUS_UNCONFIRMED.
+// Returns the line that says so, empty when no re-run was called for.
+std::string confirm_suspicious_gain(const Context& ctx, const GateOptions& o, const fs::path& build,
+                                    const TreeListing& before, const std::optional<json>& first_raw,
+                                    EvaluationInput& in) {
+  in.suspicious_confirmed = false;
+  if (in.report.verdict != "pass" || !first_raw) return {};
+  const std::vector<Signal> signals = suspicious_signals(ctx, in);
+  if (signals.empty()) return {};
+  std::vector<std::string> kinds;
+  for (const auto& s : signals) kinds.push_back(s.kind);
+  if (!o.quiet)
+    *ctx.err << "attngate gate: suspicious gain (" << signals.front().kind << ": " << signals.front().detail
+             << "); running ctest -L gate again with fresh seeds to confirm it\n";
+  const fs::path gate = build / "gate";
+  const std::optional<std::string> first_md = read_file(gate / "report.md");
+  const EvaluationInput second = rerun_gate_tests(ctx, o, build, before, in);
+  const std::string why = unconfirmed_why(in.report, second.report);
+  for (const auto& r : second.report.reasons)
+    if (r.code == "CANDIDATE_CHANGED" || r.code == "HEAD_CHANGED") fail_with(in.report, r.code, r.detail);
+  in.suspicious_confirmed = why.empty();
+  if (!why.empty()) fail_with(in.report, "SUSPICIOUS_UNCONFIRMED", why);
+  write_recorded_report(gate, *first_raw, first_md, second, in);
+  std::string line = "attngate: re-measured the suspicious gain (" + join(kinds, ", ") + ") with fresh seeds: ";
+  if (!why.empty()) return line + "NOT confirmed: " + why + "\n";
+  return line + "confirmed, geomean " + geomean_text(second.report.geomean) + " overlaps the first run's " +
+         geomean_text(in.report.geomean) + " (" + second.report_path + ")\n";
+}
+
+std::optional<std::string> receipt_key_or_warn(const Context& ctx) {
+  try {
+    return load_receipt_key(receipt_key_file(), ctx.repo, /*create=*/true);
+  } catch (const std::exception& e) {
+    *ctx.err << "attngate: warning: this run gets no receipt, so attngate commit will refuse it: " << e.what() << "\n";
+    return std::nullopt;
+  }
+}
+
+struct GateOutcome {
+  std::optional<Evaluation> evaluation;  // empty on an environment failure
+  std::string environment_failure;
+  std::string remeasured;  // the line on the re-run of a suspicious gain, when there was one
+};
+
+// One gate run, holding the build folder's lock from before the hash to the lineage append.
+GateOutcome gate_and_record(const Context& ctx, const GateOptions& o, EvaluationInput in) {
+  const fs::path build = build_dir_of(ctx, o);
+  if (auto why = environment_problem(build); !why.empty()) return {std::nullopt, why};
+  fs::create_directories(build / "gate");
+  const fs::path lock_file = build / "gate" / ".lock";
+  std::string holder;
+  auto lock = BuildLock::try_acquire(lock_file, holder);
+  if (!lock)
+    return {std::nullopt, "another attngate gate holds the lock " + lock_file.string() + " (pid " + holder +
+                              "); wait for it to finish, or use another --build-dir"};
+  for (const char* stale : {"report.confirm.json", "report.confirm.md"}) fs::remove(build / "gate" / stale);
+  TreeListing before = snapshot_candidate(ctx, in);
+  const std::optional<json> raw = build_and_test(ctx, o, build, in);
+  check_candidate_unchanged(ctx, before, in);
+  check_head_unchanged(ctx, in);
+  if (has_reason(in.report.reasons, "NO_DEVICE"))
+    return {std::nullopt, "no usable CUDA device here (the report says NO_DEVICE); run the gate on the GPU machine"};
+  std::string remeasured = confirm_suspicious_gain(ctx, o, build, before, raw, in);
+  in.receipt_key = receipt_key_or_warn(ctx);
+  return {evaluate(ctx, in), {}, remeasured};
 }
 
 }  // namespace
 
 int cmd_gate(const Context& ctx, const GateOptions& o) {
-  EvaluationInput in;
-  Evaluation e;
+  GateOutcome g;
   try {
-    in = run_gate(ctx, o, "gate");
-    e = evaluate(ctx, in);
+    EvaluationInput in;
+    in.source = "gate";
+    g = gate_and_record(ctx, o, in);
   } catch (const std::exception& ex) {
     *ctx.err << "attngate gate: " << ex.what() << "\n";
     return kExitError;
   }
-  *ctx.out << format_verdict(ctx, e);
-  return e.record.verdict == "pass" ? kExitPass : kExitFail;
+  if (!g.evaluation) {
+    *ctx.err << "attngate gate: environment failure: " << g.environment_failure
+             << "\n  nothing recorded in the lineage: the candidate was not evaluated\n";
+    return kExitEnvironment;
+  }
+  *ctx.out << g.remeasured << format_verdict(ctx, *g.evaluation);
+  return g.evaluation->record.verdict == "pass" ? kExitPass : kExitFail;
 }
 
 int cmd_report(const Context& ctx, ReportInputs in, const fs::path& build_dir, bool prepare) {
@@ -501,6 +831,142 @@ int cmd_history(const Context& ctx) {
   return kExitPass;
 }
 
+namespace {
+
+std::string version_name(const Record& r) { return "version " + std::to_string(r.version); }
+
+// Proof that the record is what a gate run wrote on this machine, at this HEAD, for this tree.
+std::string provenance_refusal(const Context& ctx, const Record& r) {
+  const std::string v = version_name(r);
+  if (r.source != "gate" && r.source != "stop_hook")
+    return v + " was recorded by `attngate " + (r.source.empty() ? std::string("?") : r.source) +
+           "`, not measured by a gate run (run attngate gate)";
+  if (!r.receipt) return v + " carries no gate receipt (a hand-written lineage record?); run attngate gate";
+  std::string key;
+  try {
+    key = load_receipt_key(receipt_key_file(), ctx.repo, /*create=*/false);
+  } catch (const std::exception& e) {
+    return "cannot check the receipt of " + v + ": " + e.what();
+  }
+  if (!receipt_valid(r, key))
+    return "the receipt of " + v + " does not match its record (edited by hand, or signed on another machine); "
+           "run attngate gate";
+  if (r.receipt->machine_id != machine_id())
+    return v + " was measured on another machine (" + r.receipt->machine_id + "); run attngate gate here";
+  const std::string head = git_state(ctx.repo, candidate_rel(ctx)).commit;
+  if (r.git_commit.empty() || r.git_commit != head)
+    return "git HEAD moved since " + v + " was measured (" + short_or(r.git_commit, "none") + " then, " +
+           short_or(head, "none") + " now); run attngate gate";
+  const std::string tree = current_tree_sha256(ctx);
+  if (tree != r.candidate_tree_sha256)
+    return candidate_dir_rel(ctx) + " changed since " + v + " was evaluated (tree " +
+           tree_name(r.candidate_tree_sha256) + " then, " + tree_name(tree) + " now); run attngate gate";
+  return {};
+}
+
+// What the measurement says: a pass with nothing that makes its speed doubtful.
+std::string judgement_refusal(const Record& r) {
+  const std::string v = version_name(r);
+  for (const auto& reason : r.reasons)
+    if (reason.code == "IMPLAUSIBLE")
+      return v + " is IMPLAUSIBLE: " + (reason.detail.empty() ? "faster than the device allows" : reason.detail);
+  if (r.verdict != "pass") {
+    std::vector<std::string> codes;
+    for (const auto& reason : r.reasons) codes.push_back(reason.code);
+    return v + " failed the gate" + (codes.empty() ? std::string{} : " (" + join(codes, ", ") + ")");
+  }
+  for (const auto& s : r.signals)
+    if (s.kind == "above_peak") return v + " ran above the device's peak, so it was not measured honestly: " + s.detail;
+  for (const auto& s : r.signals)
+    if (s.trigger == "suspicious" && !r.suspicious_confirmed)
+      return v + " has an unconfirmed suspicious gain (" + s.kind + ": " + s.detail +
+             "); run attngate gate again so the re-measurement confirms it";
+  if (!r.geomean.speedup || !r.geomean.ci_low) return v + " has no geomean confidence interval";
+  return {};
+}
+
+// The supervisor's step signal compares with the best earlier version, which after a second run
+// of the same tree is that tree itself; against the committed bar a rerun cannot hide the step.
+std::string step_refusal(const Record& r, double bar, const std::string& bar_what, double step) {
+  const double g = *r.geomean.speedup;
+  if (r.suspicious_confirmed || !(bar > 0) || g / bar <= step) return {};
+  return version_name(r) + " has an unconfirmed suspicious gain (geomean " + fmt("%.3fx", g) + " is " +
+         fmt("%.3fx", g / bar) + " " + bar_what + "); run attngate gate again so the re-measurement confirms it";
+}
+
+std::string commit_message(const Record& r, const std::string& bar_what) {
+  const double lo = *r.geomean.ci_low, hi = r.geomean.ci_high.value_or(lo);
+  std::ostringstream msg;
+  msg << "candidate: attngate version " << r.version << ", geomean " << fmt("%.3fx", *r.geomean.speedup) << " (CI "
+      << fmt("%.3f", lo) << "-" << fmt("%.3f", hi) << ")\n\n"
+      << "Passed the gate" << (r.target.baseline.empty() ? "" : " against " + r.target.baseline)
+      << " and its CI lower bound clears " << bar_what << ".\n\n"
+      << "Attngate-Version: " << r.version << "\n"
+      << "Attngate-Geomean: " << fmt("%.6g", *r.geomean.speedup) << "\n"
+      << "Attngate-CI: " << fmt("%.6g", lo) << " " << fmt("%.6g", hi) << "\n"
+      << "Attngate-Baseline: " << (r.target.baseline.empty() ? "unknown" : r.target.baseline) << "\n"
+      << "Attngate-Candidate-Sha256: " << r.candidate_sha256 << "\n"
+      << "Attngate-Candidate-Tree-Sha256: " << r.candidate_tree_sha256 << "\n";
+  return msg.str();
+}
+
+// The tree hash of `dir` as staged in the index git is told to use.
+std::string staged_tree_sha256(const std::function<RunResult(std::vector<std::string>)>& git, const std::string& dir) {
+  auto ls = git({"ls-files", "-s", "-z", "--", dir});
+  if (ls.exit_code != 0) return {};
+  TreeListing listing;
+  std::istringstream entries(ls.out);
+  for (std::string e; std::getline(entries, e, '\0');) {
+    auto tab = e.find('\t');  // "<mode> <object> <stage>\t<path>"
+    if (tab == std::string::npos) return {};
+    std::string mode, object;
+    std::istringstream(e.substr(0, tab)) >> mode >> object;
+    auto blob = git({"cat-file", "blob", object});
+    if (blob.exit_code != 0) return {};
+    listing.push_back({e.substr(tab + 1 + dir.size() + 1), sha256_hex(blob.out)});
+  }
+  return tree_sha256(listing);
+}
+
+// Commits exactly the measured tree of the candidate folder and nothing else: the folder is staged
+// into a private index (HEAD plus the folder), checked against the recorded tree hash (an edit
+// after the checks above shows here), and committed from that index; the real index then takes
+// the folder from the new HEAD, so whatever else was staged stays staged.
+std::string commit_folder(const Context& ctx, const Record& r, const std::string& message) {
+  const std::string dir = candidate_dir_rel(ctx);
+  const fs::path index = state_dir(ctx) / ("commit-index." + std::to_string(::getpid()));
+  fs::create_directories(index.parent_path());
+  struct Remove {
+    fs::path p;
+    ~Remove() {
+      std::error_code ec;
+      fs::remove(p, ec);
+    }
+  } cleanup{index};
+  auto git = [&](std::vector<std::string> args) {
+    args.insert(args.begin(), {"git", "-C", ctx.repo.string()});
+    RunOptions o;
+    o.env = {{"GIT_INDEX_FILE", index.string()}};
+    return run_process(args, o);
+  };
+  if (auto rt = git({"read-tree", "HEAD"}); rt.exit_code != 0) return "git read-tree HEAD failed: " + rt.err;
+  if (auto add = git({"add", "-A", "-f", "--", dir}); add.exit_code != 0) return "git add failed: " + add.err;
+  const std::string staged = staged_tree_sha256(git, dir);
+  if (staged != r.candidate_tree_sha256)
+    return "what git staged from " + dir + " (tree " + tree_name(staged) + ") is not what " + version_name(r) +
+           " measured (" + tree_name(r.candidate_tree_sha256) +
+           "): the folder changed while committing, or holds something git stores differently (a symlink)";
+  if (git({"diff", "--cached", "--quiet", "HEAD", "--", dir}).exit_code == 0)
+    return "the candidate folder " + dir + " is unchanged since HEAD";
+  if (auto c = git({"commit", "-q", "-m", message}); c.exit_code != 0) return "git commit failed: " + c.err + c.out;
+  if (run_process({"git", "-C", ctx.repo.string(), "reset", "-q", "--", dir}).exit_code != 0)
+    *ctx.err << "attngate commit: warning: git reset -- " << dir
+             << " failed; the index may show the folder as changed\n";
+  return {};
+}
+
+}  // namespace
+
 int cmd_commit(const Context& ctx) {
   auto& err = *ctx.err;
   auto refuse = [&](const std::string& why) {
@@ -517,66 +983,34 @@ int cmd_commit(const Context& ctx) {
   print_issues(ctx, c.issues);
   auto latest = c.last_evaluation();
   if (!latest) return refuse("no evaluation in " + ctx.lineage.string() + " (run attngate gate first)");
-  auto sha = sha256_file(ctx.candidate);
-  if (!sha) return refuse("cannot read " + ctx.candidate.string());
-  if (latest->candidate_sha256 != *sha)
-    return refuse("the candidate changed since version " + std::to_string(latest->version) +
-                  " was evaluated (run attngate gate)");
-  if (latest->verdict != "pass") {
-    std::vector<std::string> codes;
-    for (const auto& r : latest->reasons) codes.push_back(r.code);
-    return refuse("version " + std::to_string(latest->version) + " failed the gate" +
-                  (codes.empty() ? std::string{} : " (" + join(codes, ", ") + ")"));
-  }
-  if (!latest->geomean.speedup || !latest->geomean.ci_low)
-    return refuse("version " + std::to_string(latest->version) + " has no geomean confidence interval");
+  const std::string dir = candidate_dir_rel(ctx);
+  if (dir.empty() || dir == "." || dir.rfind("..", 0) == 0)
+    return refuse("the candidate folder " + candidate_dir(ctx).string() + " is not a folder inside " +
+                  ctx.repo.string());
   if (!git_state(ctx.repo, candidate_rel(ctx)).is_repo) return refuse(ctx.repo.string() + " is not a git repository");
+  if (auto why = provenance_refusal(ctx, *latest); !why.empty()) return refuse(why);
+  if (auto why = judgement_refusal(*latest); !why.empty()) return refuse(why);
 
-  // The bar: the best version attngate committed against the same baseline, else the baseline itself.
-  std::optional<CommittedVersion> best_commit;
-  for (const auto& v : git_committed_versions(ctx.repo)) {
-    if (!v.baseline.empty() && !latest->target.baseline.empty() && v.baseline != latest->target.baseline) continue;
-    if (!best_commit || v.geomean > best_commit->geomean) best_commit = v;
+  auto [best, best_what] = commit_bar(ctx, *latest);
+  try {
+    if (auto why = step_refusal(*latest, best, best_what, load_supervisor(ctx).suspicious.step_speedup); !why.empty())
+      return refuse(why);
+  } catch (const std::exception& e) {
+    err << "attngate commit: " << e.what() << "\n";
+    return kExitError;
   }
-  double best = best_commit ? best_commit->geomean : 1.0;
-  std::string best_what = best_commit ? "the best committed version (" + fmt("%.3fx", best) + ", commit " +
-                                            best_commit->commit.substr(0, 12) + ")"
-                                      : std::string("the baseline itself (1.000x)");
-  double lo = *latest->geomean.ci_low;
+  const double lo = *latest->geomean.ci_low;
   if (!(lo > best))
-    return refuse("the CI lower bound " + fmt("%.3f", lo) + " of version " + std::to_string(latest->version) +
-                  " does not clear " + best_what);
-
-  std::string rel = candidate_rel(ctx);
-  auto run_git = [&](std::vector<std::string> args) {
-    args.insert(args.begin(), {"git", "-C", ctx.repo.string()});
-    return run_process(args);
-  };
-  bool tracked = run_git({"ls-files", "--error-unmatch", "--", rel}).exit_code == 0;
-  if (tracked && run_git({"diff", "--quiet", "HEAD", "--", rel}).exit_code == 0)
-    return refuse("the candidate is unchanged since HEAD");
-  std::ostringstream msg;
-  msg << "candidate: attngate version " << latest->version << ", geomean " << fmt("%.3fx", *latest->geomean.speedup)
-      << " (CI " << fmt("%.3f", lo) << "-" << fmt("%.3f", latest->geomean.ci_high.value_or(lo)) << ")\n\n"
-      << "Passed the gate" << (latest->target.baseline.empty() ? "" : " against " + latest->target.baseline)
-      << " and its CI lower bound clears " << best_what << ".\n\n"
-      << "Attngate-Version: " << latest->version << "\n"
-      << "Attngate-Geomean: " << fmt("%.6g", *latest->geomean.speedup) << "\n"
-      << "Attngate-CI: " << fmt("%.6g", lo) << " " << fmt("%.6g", latest->geomean.ci_high.value_or(lo)) << "\n"
-      << "Attngate-Baseline: " << (latest->target.baseline.empty() ? "unknown" : latest->target.baseline) << "\n"
-      << "Attngate-Candidate-Sha256: " << *sha << "\n";
-  if (!tracked) {
-    auto add = run_git({"add", "--", rel});
-    if (add.exit_code != 0) return refuse("git add failed: " + add.err);
+    return refuse("the CI lower bound " + fmt("%.3f", lo) + " of " + version_name(*latest) + " does not clear " +
+                  best_what);
+  try {
+    if (auto why = commit_folder(ctx, *latest, commit_message(*latest, best_what)); !why.empty()) return refuse(why);
+  } catch (const std::exception& e) {
+    err << "attngate commit: " << e.what() << "\n";
+    return kExitError;
   }
-  // `git commit -- <path>` commits that path alone and leaves whatever else is staged as it was.
-  auto commit = run_git({"commit", "-q", "-m", msg.str(), "--", rel});
-  if (commit.exit_code != 0) {
-    if (!tracked) run_git({"rm", "-q", "--cached", "--", rel});
-    return refuse("git commit failed: " + commit.err + commit.out);
-  }
-  auto head = run_git({"rev-parse", "--short=12", "HEAD"});
-  *ctx.out << "attngate commit: committed version " << latest->version << " ("
+  auto head = run_process({"git", "-C", ctx.repo.string(), "rev-parse", "--short=12", "HEAD"});
+  *ctx.out << "attngate commit: committed " << dir << " as version " << latest->version << " ("
            << fmt("%.3fx", *latest->geomean.speedup) << ", CI low " << fmt("%.3f", lo) << ") as "
            << head.out.substr(0, head.out.find('\n')) << "\n";
   return kExitPass;
@@ -659,8 +1093,12 @@ int cmd_stop_hook(const Context& ctx, const std::string& hook_input, const GateO
     // Loop guards: the runner says this stop follows one we refused. Re-running the gate on the same
     // source cannot change the verdict, and a cap bounds a session that keeps trying.
     if (active && refusals > 0) {
-      auto sha = sha256_file(ctx.candidate).value_or("");
-      if (evals.back().candidate_sha256 == sha) {
+      const Record& last = evals.back();
+      // The whole folder when the record has its hash (older records: candidate.cu alone).
+      bool unchanged = last.candidate_tree_sha256.empty()
+                           ? last.candidate_sha256 == sha256_file(ctx.candidate).value_or("")
+                           : last.candidate_tree_sha256 == current_tree_sha256(ctx);
+      if (unchanged) {
         err << "attngate stop hook: the candidate is unchanged since version " << evals.back().version
             << " failed the gate; letting the agent stop without re-running it (the gate still fails)\n";
         return kExitPass;
@@ -673,17 +1111,25 @@ int cmd_stop_hook(const Context& ctx, const std::string& hook_input, const GateO
     }
     GateOptions quiet = o;
     quiet.quiet = true;
-    EvaluationInput in = run_gate(ctx, quiet, "stop_hook");
+    EvaluationInput in;
+    in.source = "stop_hook";
     in.session = session;
     in.agent_triggers_on_fail = {"done"};
-    Evaluation e = evaluate(ctx, in);
+    GateOutcome g = gate_and_record(ctx, quiet, in);
+    if (!g.evaluation) {
+      // Nothing the agent can fix: refuse once so it is seen, then let the agent stop.
+      err << "attngate stop hook: the gate cannot run here: " << g.environment_failure << "\n";
+      return active ? kExitPass : kExitRefuse;
+    }
+    const Evaluation& e = *g.evaluation;
     if (e.record.verdict == "pass") {
-      *ctx.out << format_verdict(ctx, e);
+      *ctx.out << g.remeasured << format_verdict(ctx, e);
       return kExitPass;
     }
-    fs::path build = o.build_dir.empty() ? ctx.repo / "build" / "gpu" : o.build_dir;
+    fs::path build = build_dir_of(ctx, o);
     err << "The attngate gate does not pass yet, so the work is not done.\n"
-        << format_verdict(ctx, e) << "  gate output: " << (build / "gate" / "attngate_gate.log").string() << "\n";
+        << g.remeasured << format_verdict(ctx, e)
+        << "  gate output: " << (build / "gate" / "attngate_gate.log").string() << "\n";
     return kExitRefuse;
   } catch (const std::exception& ex) {
     // Refuse once so the error is seen; on the runner's retry let the agent stop, since an error

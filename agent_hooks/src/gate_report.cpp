@@ -9,8 +9,10 @@
 #include <cstdlib>
 #include <fstream>
 #include <map>
+#include <set>
 #include <sstream>
 
+#include "attngate/hooks/candidate_tree.hpp"
 #include "attngate/hooks/git.hpp"
 #include "attngate/hooks/harness.hpp"
 #include "attngate/hooks/lineage.hpp"
@@ -196,6 +198,17 @@ json timing_json(const json& t) {
   j["traced_calls"] = as_int("traced_samples");
   j["held_timeouts"] = as_int("held_timeouts");
   j["kernel_names"] = t.is_object() && t.contains("kernel_names") ? t["kernel_names"] : json::array();
+  // The other clocks the rules compare, and isolation (kernels/worker): where the kernel ran, the
+  // calls on fresh inputs, the calls the judge checked, the worker's inventory and what it lacked.
+  for (const char* k : {"traced_event_ms", "traced_wall_ms", "cupti_minus_traced_event_us", "isolated", "fresh_calls",
+                        "fresh_event_ms", "fresh_wall_ms", "checked_calls", "inventory_kernels", "foreign_kernels"})
+    j[k] = opt_json(num(t, k));
+  j["process"] = str(t, "process");
+  json foreign = json::array();
+  if (t.is_object() && t.contains("foreign_kernel_names") && t["foreign_kernel_names"].is_array())
+    for (const auto& n : t["foreign_kernel_names"])
+      if (n.is_string()) foreign.push_back(n);
+  j["foreign_kernel_names"] = foreign;
   return j;
 }
 
@@ -223,6 +236,178 @@ Mismatch clock_mismatch(const json& cand, const json& base, const char* clock, c
 
 std::string opt_fmt(const char* f, const std::optional<double>& v) { return v ? fmt(f, *v) : std::string("n/a"); }
 
+// The gate's policy (README: "Setting targets"): the suite's settings or the defaults, each
+// recorded in report.json's `policy` with its source.
+struct Policy {
+  double clock_tolerance = 0;  // CLOCK_DISAGREE tolerance: this share of the slower event time ...
+  double clock_slack_ms = 0;   // ... plus this, for comparisons of event times (the worker's clocks)
+  double wall_slack_ms = 0;    // ... or plus this, for the judge's wall clock (it carries the process round trip)
+  bool candidate_foreign_fail = true, baseline_foreign_fail = false, nondeterminism_fail = true;
+  // Library-backed controls (the in-process cuDNN kernel): kernels under test that may launch
+  // kernels outside their inventory. The shipped gate names none, so a candidate never may.
+  std::set<std::string> library_controls;
+  json record = json::object();
+};
+
+Policy read_policy(const Suite& suite, const std::string& suite_file) {
+  Policy p;
+  auto value_of = [&](const char* key, const char* def, std::string* source) {
+    std::string v = setting(suite, key);
+    *source = v.empty() ? std::string("default") : suite_file + " settings." + key;
+    return v.empty() ? std::string(def) : v;
+  };
+  auto number = [&](const char* key, const char* def) {
+    std::string source;
+    const std::string v = value_of(key, def, &source);
+    const double x = parse_number(source == "default" ? std::string("default ") + key : source, v, 0, true);
+    p.record[key] = x;
+    p.record[std::string(key) + "_source"] = source;
+    return x;
+  };
+  auto fail_or_allow = [&](const char* key, const char* def) {
+    std::string source;
+    const std::string v = value_of(key, def, &source);
+    if (v != "fail" && v != "allow") throw ReportConfigError(source + "='" + v + "' is not fail or allow");
+    p.record[key] = v;
+    p.record[std::string(key) + "_source"] = source;
+    return v == "fail";
+  };
+  p.clock_tolerance = number("clock_tolerance", kDefaultClockTolerance);
+  p.clock_slack_ms = number("clock_slack_ms", kDefaultClockSlackMs);
+  p.wall_slack_ms = number("wall_slack_ms", kDefaultWallSlackMs);
+  p.candidate_foreign_fail = fail_or_allow("candidate_foreign_kernels", kDefaultCandidateForeignKernels);
+  p.baseline_foreign_fail = fail_or_allow("baseline_foreign_kernels", kDefaultBaselineForeignKernels);
+  p.nondeterminism_fail = fail_or_allow("nondeterminism", kDefaultNondeterminism);
+  {
+    std::string source;
+    std::stringstream list(value_of("library_controls", "", &source));
+    for (std::string k; std::getline(list, k, ',');)
+      if (!k.empty()) p.library_controls.insert(k);
+    p.record["library_controls"] = std::vector<std::string>(p.library_controls.begin(), p.library_controls.end());
+    p.record["library_controls_source"] = source;
+  }
+  p.record["clock_rule"] =
+      "per pair of clocks, |(candidate X - Y) - (baseline X - Y)| <= clock_tolerance * max(event_ms) + clock_slack_ms "
+      "(event-time pairs) or + wall_slack_ms (wall vs event; 3 x wall_slack_ms for the wall time of the few fresh calls)";
+  p.record["plausibility_rule"] =
+      "no clock of the candidate below 1e3 * max(flops / (peak_tflops * 1e12), min_bytes / (hbm_tbps * 1e12)) ms";
+  p.record["isolation"] = "required: the candidate runs in a worker process";
+  return p;
+}
+
+// CLOCK_DISAGREE: each pair of the candidate's clocks must differ as the baseline's do (the
+// baseline's difference is what the harness and noise explain), in either direction. Returns the
+// comparisons that failed, each naming itself (a-d) and its figures. A figure the candidate lacks
+// and the baseline has is a disagreement; one the baseline lacks is not compared.
+std::vector<std::string> clock_disagreements(const json& c, const json& b, const Policy& p) {
+  std::vector<std::string> out;
+  const auto ec = num(c, "event_ms"), eb = num(b, "event_ms");
+  if (!ec || !eb || *ec <= 0 || *eb <= 0) {
+    out.push_back("the event times cannot be compared (candidate " + opt_fmt("%.4f", ec) + " ms, baseline " +
+                  opt_fmt("%.4f", eb) + " ms)");
+    return out;
+  }
+  const double tol = p.clock_tolerance * std::max(*ec, *eb) + p.clock_slack_ms;
+  // The judge's wall clock spans the round trip to the worker: 0.5-0.9 ms on the H200, whose median
+  // differed by up to 0.17 ms between two identical kernels (2026-12-01), so it gets its own slack.
+  const double wall_tol = p.clock_tolerance * std::max(*ec, *eb) + p.wall_slack_ms;
+  auto compare = [&](const std::string& label, const char* x, const char* ref, const std::string& x_name,
+                     const std::string& ref_name, double tol) {
+    const auto xc = num(c, x), xb = num(b, x), rc = num(c, ref), rb = num(b, ref);
+    if (!xb || *xb <= 0 || !rb) return;
+    if (!xc || *xc <= 0 || !rc) {
+      out.push_back(label + ": the candidate has no " + x_name + " (" + x + "), the baseline " + fmt("%.4f", *xb) + " ms");
+      return;
+    }
+    const double dc = *xc - *rc, db = *xb - *rb;
+    if (std::abs(dc - db) > tol)
+      out.push_back(label + ": " + x_name + " minus " + ref_name + " is " + fmt("%+.4f", dc) + " ms for the candidate, " +
+                    fmt("%+.4f", db) + " ms for the baseline; they differ by " + fmt("%.4f", std::abs(dc - db)) +
+                    " ms > tolerance " + fmt("%.4f", tol) + " ms");
+  };
+  compare("(a) wall vs event", "wall_ms", "event_ms", "wall time", "event time", wall_tol);
+  // Traced calls' wall time carries the worker's CUPTI flush (about 1.7 ms, varying by 0.5 ms), so
+  // traced and untraced calls are compared on event time; (a) holds the untraced events to the wall.
+  compare("(b) traced vs untraced", "traced_event_ms", "event_ms", "traced event time", "untraced event time", tol);
+  if (auto kc = num(c, "kernel_ms"); !kc || *kc <= 0) {
+    out.push_back("(c) CUPTI vs events: CUPTI saw no kernel time in the candidate's traced calls");
+  } else if (auto db = num(b, "cupti_minus_traced_event_us")) {
+    const auto dc = num(c, "cupti_minus_traced_event_us");
+    if (!dc)
+      out.push_back("(c) CUPTI vs events: the candidate has no cupti_minus_traced_event_us");
+    else if (std::abs(*dc - *db) * 1e-3 > tol)
+      out.push_back("(c) CUPTI vs events: CUPTI kernel time minus the event time of the same traced calls is " +
+                    fmt("%+.1f", *dc) + " us for the candidate, " + fmt("%+.1f", *db) + " us for the baseline; they " +
+                    "differ by " + fmt("%.4f", std::abs(*dc - *db) * 1e-3) + " ms > tolerance " + fmt("%.4f", tol) + " ms");
+  }
+  if (auto fc = num(c, "fresh_calls"), fb = num(b, "fresh_calls"); fc && fb && *fc > 0 && *fb > 0) {
+    compare("(d) fresh inputs vs the rest", "fresh_event_ms", "event_ms", "event time on fresh inputs", "event time", tol);
+    compare("(d) fresh inputs vs the rest", "fresh_wall_ms", "wall_ms", "wall time on fresh inputs", "wall time",
+            wall_tol + 2 * p.wall_slack_ms);
+  }
+  return out;
+}
+
+// IMPLAUSIBLE: no call can beat doing the scenario's FLOPs at the dense peak or moving its minimum
+// bytes at HBM bandwidth; every clock of the candidate is held to that floor. Without the figures
+// to bound it the scenario fails too (hit with a "cannot be judged" detail).
+struct Plausibility {
+  bool hit = false;
+  std::string detail;
+  std::optional<double> floor_ms;
+};
+
+Plausibility plausibility(const json& P, const json& ps, const json& c, const json& b) {
+  const auto peak = num(P, "peak_tflops"), hbm = num(P, "hbm_tbps"), flops = num(ps, "flops"),
+             bytes = num(ps, "min_bytes"), ec = num(c, "event_ms");
+  std::vector<std::string> missing;
+  if (!peak || *peak <= 0) missing.push_back("peak_tflops");
+  if (!hbm || *hbm <= 0) missing.push_back("hbm_tbps");
+  if (!flops || *flops <= 0) missing.push_back("flops");
+  if (!bytes || *bytes <= 0) missing.push_back("min_bytes");
+  if (!ec) missing.push_back("the candidate's event_ms");
+  if (!missing.empty())
+    return {true, "cannot be judged: the comparison has no " + join(missing, ", ") +
+                      "; the gate does not pass a time it cannot bound", std::nullopt};
+  const double compute_ms = 1e3 * *flops / (*peak * 1e12), memory_ms = 1e3 * *bytes / (*hbm * 1e12);
+  const double floor_ms = std::max(compute_ms, memory_ms);
+  std::vector<std::string> below;
+  auto claim = [&](const std::string& what, double ms) {
+    if (ms < floor_ms) below.push_back(what + " " + fmt("%.4f", ms) + " ms");
+  };
+  claim("event time", *ec);
+  if (auto v = num(c, "span_ms"); v && *v > 0) claim("CUPTI span", *v);
+  if (auto v = num(c, "kernel_ms"); v && *v > 0) claim("CUPTI kernel time", *v);
+  if (auto wc = num(c, "wall_ms"), wb = num(b, "wall_ms"), eb = num(b, "event_ms"); wc && wb && eb)
+    claim("wall time less the baseline's overhead (" + fmt("%.4f", *wb - *eb) + " ms)", *wc - (*wb - *eb));
+  if (below.empty()) return {false, "", floor_ms};
+  return {true, "the candidate claims " + join(below, ", ") + ": below " + fmt("%.4f", floor_ms) +
+                    " ms, which no call can beat (" + fmt("%.4g", *flops) + " FLOP at the dense peak " +
+                    fmt("%.1f", *peak) + " TFLOPS take " + fmt("%.4f", compute_ms) + " ms; " + fmt("%.4g", *bytes) +
+                    " bytes at " + fmt("%.2f", *hbm) + " TB/s take " + fmt("%.4f", memory_ms) + " ms)",
+          floor_ms};
+}
+
+// A verify result's failing reasons, when every one is the verifier's "not deterministic:" and
+// none says the second call left elements unwritten (skipped work is wrong output, not a race).
+bool only_nondeterministic(const json& result) {
+  bool any = false;
+  if (!result.contains("runs") || !result["runs"].is_array()) return false;
+  for (const auto& run : result["runs"]) {
+    if (run.value("pass", true)) continue;
+    const auto& rs = run.value("reasons", json::array());
+    if (!rs.is_array() || rs.empty()) return false;  // a failure without a reason: not this one
+    for (const auto& r : rs) {
+      if (!r.is_string()) return false;
+      const std::string text = r.get<std::string>();
+      if (text.rfind(kNotDeterministicPrefix, 0) != 0 || text.find(kLeftUnwrittenPhrase) != std::string::npos)
+        return false;
+      any = true;
+    }
+  }
+  return any;
+}
+
 std::string pair_ms(const json& c, const json& b, const char* key) {
   return opt_fmt("%.4f", num(c, key)) + " / " + opt_fmt("%.4f", num(b, key));
 }
@@ -241,7 +426,14 @@ std::string markdown(const json& r, const Reasons& reasons) {
      << "); scenario floor " << opt_fmt("%.4fx", num(t, "scenario_floor")) << " (" << str(t, "scenario_floor_source")
      << ")\n";
   md << "- geomean on CUPTI kernel time: " << opt_fmt("%.4fx", num(g, "kernel_speedup"))
-     << "; on wall time: " << opt_fmt("%.4fx", num(g, "wall_speedup")) << "\n\n";
+     << "; on wall time: " << opt_fmt("%.4fx", num(g, "wall_speedup")) << "\n";
+  const json& pol = r.contains("policy") ? r["policy"] : json::object();
+  md << "- policy: the candidate runs in a worker process; its clocks agree with the baseline's within "
+     << opt_fmt("%.3g", num(pol, "clock_tolerance")) << " x the slower event time + "
+     << opt_fmt("%.3g", num(pol, "clock_slack_ms")) << " ms (event-time pairs) or + "
+     << opt_fmt("%.3g", num(pol, "wall_slack_ms")) << " ms (the judge's wall clock); no clock below the device's floor; foreign kernels: "
+     << "candidate " << str(pol, "candidate_foreign_kernels") << ", baseline " << str(pol, "baseline_foreign_kernels")
+     << "; nondeterminism: " << str(pol, "nondeterminism") << "\n\n";
 
   md << "## Reasons\n\n";
   if (reasons.empty()) md << "None: every check passed.\n";
@@ -290,6 +482,11 @@ std::string markdown(const json& r, const Reasons& reasons) {
   md << "- attngate commit: " << (str(p, "attngate_commit").empty() ? "unknown" : str(p, "attngate_commit"))
      << (p.value("attngate_dirty", false) ? " (working tree differs from it)" : "") << "\n";
   md << "- candidate: `" << str(p, "candidate") << "`, sha256 " << str(p, "candidate_sha256") << "\n";
+  md << "- candidate tree `" << str(p, "candidate_tree") << "`: "
+     << (str(p, "candidate_tree_sha256").empty() ? std::string("not hashed") : str(p, "candidate_tree_sha256"))
+     << " at report time; built into the worker: "
+     << (str(p, "candidate_tree_sha256_built").empty() ? std::string("unknown") : str(p, "candidate_tree_sha256_built"))
+     << "\n";
   const json& h = r["harness"];
   md << "- harness: ";
   if (!h.value("verified", false)) md << "not verified: " << str(h, "why");
@@ -369,6 +566,7 @@ GateReportOutput build_gate_report(const ReportInputs& in) {
   target["geomean"] = geomean_target;
   target["scenario_floor"] = floor;
   target["rule"] = "geomean CI lower bound >= geomean; every scenario's speedup >= scenario_floor";
+  const Policy policy = read_policy(suite, suite_file);
 
   // Freshness: only files written after gate.setup's marker belong to this run.
   std::error_code ec;
@@ -453,6 +651,15 @@ GateReportOutput build_gate_report(const ReportInputs& in) {
       if (!str(r, "base_seed").empty()) row["base_seed"] = str(r, "base_seed");
       if (status == "passed") {
         row["correct"] = true;
+      } else if (status == "failed" && only_nondeterministic(r)) {
+        // Within the error bounds, but a repeated call differs: its own reason, and a policy.
+        row["nondeterministic"] = true;
+        row["correct"] = !policy.nondeterminism_fail;
+        row["flags"] = json::array({"NONDETERMINISTIC"});
+        if (policy.nondeterminism_fail)
+          reasons.add("NONDETERMINISTIC", s.id,
+                      s.id + " (" + first_reason + "); replay: ATTNGATE_SEED=" + str(r, "base_seed") + " ctest -R '" +
+                          test + "$' (settings.nondeterminism: fail)");
       } else if (status == "failed") {
         row["correct"] = false;
         reasons.add("CORRECTNESS_FAILED", s.id,
@@ -480,6 +687,7 @@ GateReportOutput build_gate_report(const ReportInputs& in) {
   std::string perr;
   std::optional<json> perf;
   bool perf_complete = false;
+  std::set<std::string> built_trees;  // kernel_tree_sha256 of the candidate's worker, per row
   if (!fs::exists(in.perf)) {
     auto [code, detail] = missing("gate.performance", in.perf_timeout_s, "no " + in.perf.string());
     reasons.add(code == "TEST_TIMEOUT" ? code : "NO_PERF", "", detail);
@@ -513,6 +721,8 @@ GateReportOutput build_gate_report(const ReportInputs& in) {
           code = "SIDE_STREAM_WORK";
         else if (f != failed.end() && f->second.find("timed-run check [wrong output]") != std::string::npos)
           code = "CORRECTNESS_FAILED";
+        else if (f != failed.end() && f->second.find("timed-run check [stream state]") != std::string::npos)
+          code = "STREAM_STATE";
         reasons.add(code, id, f != failed.end() ? id + " was not timed: " + f->second
                                                 : id + " is missing from " + in.perf.filename().string());
         continue;
@@ -520,6 +730,8 @@ GateReportOutput build_gate_report(const ReportInputs& in) {
       const json& ps = *it->second;
       const json cand = timing_json(ps.value("kernel_timing", json::object()));
       const json base = timing_json(ps.value("base_timing", json::object()));
+      if (auto tree = str(ps.value("kernel_timing", json::object()), "kernel_tree_sha256"); !tree.empty())
+        built_trees.insert(tree);
       row["speedup"] = opt_json(num(ps, "speedup"));
       const json ci = ps.value("speedup_ci95", json::array());
       row["ci_low"] = ci.size() == 2 && ci[0].is_number() ? ci[0] : json(nullptr);
@@ -532,7 +744,7 @@ GateReportOutput build_gate_report(const ReportInputs& in) {
       row["candidate"] = cand;
       row["baseline"] = base;
 
-      std::vector<std::string> flags;
+      std::vector<std::string> flags = row.value("flags", std::vector<std::string>{});
       auto flag = [&](const std::string& code, const std::string& detail, bool failure = true) {
         flags.push_back(code);
         if (failure) reasons.add(code, id, id + ": " + detail);
@@ -552,7 +764,10 @@ GateReportOutput build_gate_report(const ReportInputs& in) {
       if (auto k = num(cand, "kernel_ms"); !k || *k <= 0) {
         flag("WALL_KERNEL_MISMATCH", "CUPTI recorded no kernel time for the candidate's traced calls");
       } else {
+        // A worker's wall time carries the process round trip: CLOCK_DISAGREE (a) judges it instead.
+        const bool isolated = cand.value("process", "") == "worker";
         for (const auto& [clock, name] : {std::pair{"event_ms", "event time"}, std::pair{"wall_ms", "wall time"}}) {
+          if (isolated && std::string(clock) == "wall_ms") continue;
           Mismatch m = clock_mismatch(cand, base, clock, name);
           if (m.hit) {
             flag("WALL_KERNEL_MISMATCH", m.detail);
@@ -560,12 +775,46 @@ GateReportOutput build_gate_report(const ReportInputs& in) {
           }
         }
       }
-      if (num(cand, "memcpy_per_call").value_or(0) > num(base, "memcpy_per_call").value_or(0))
+      // A call is the kernel's work alone: no copies, no memsets, whatever the baseline does; a
+      // library control's copies and memsets are the library's (cuDNN makes one memset a call).
+      const bool library_control = policy.library_controls.count(kernel) > 0;
+      if (!library_control && num(cand, "memcpy_per_call").value_or(0) > 0)
         flag("MEMCPY_IN_CALL", fmt("%.2f", num(cand, "memcpy_per_call").value_or(0)) +
-                                   " memcpy per timed call (baseline: " +
+                                   " memcpy per traced call of the candidate (baseline: " +
                                    fmt("%.2f", num(base, "memcpy_per_call").value_or(0)) + ")");
-      if (num(cand, "memset_per_call").value_or(0) > num(base, "memset_per_call").value_or(0))
-        flag("MEMSET_IN_CALL", "", /*failure=*/false);
+      if (!library_control && num(cand, "memset_per_call").value_or(0) > 0)
+        flag("MEMSET_IN_CALL", fmt("%.2f", num(cand, "memset_per_call").value_or(0)) +
+                                   " memset per traced call of the candidate (baseline: " +
+                                   fmt("%.2f", num(base, "memset_per_call").value_or(0)) + ")");
+
+      // Isolation: the candidate's code never shares the judge's process.
+      if (const std::string process = str(cand, "process");
+          process != "worker" || num(cand, "isolated").value_or(0) != 1)
+        flag("NOT_ISOLATED", "the candidate ran " +
+                                 (process.empty() ? std::string("in an unrecorded process") : "'" + process + "'") +
+                                 " (isolated=" + opt_fmt("%.0f", num(cand, "isolated")) +
+                                 "); the gate requires it to run in a worker process apart from the judge");
+      // Every clock agrees with the others as the baseline's do.
+      if (auto d = clock_disagreements(cand, base, policy); !d.empty()) flag("CLOCK_DISAGREE", join(d, "; "));
+      // No clock beats the device.
+      const Plausibility pl = plausibility(P, ps, cand, base);
+      row["floor_ms"] = opt_json(pl.floor_ms);
+      if (pl.hit) flag("IMPLAUSIBLE", pl.detail);
+      // Kernels the worker's own build did not define (a library call, a kernel loaded at run time).
+      auto foreign_kernels = [&](const json& t, const std::string& role, const std::string& name, const char* key) {
+        std::vector<std::string> names;
+        for (const auto& n : t["foreign_kernel_names"]) names.push_back(n.get<std::string>());
+        const double count = std::max(double(names.size()), num(t, "foreign_kernels").value_or(0));
+        if (count <= 0) return;
+        std::vector<std::string> first(names.begin(), names.begin() + std::min<std::size_t>(names.size(), 3));
+        flag("FOREIGN_KERNEL", role + " '" + name + "' launched " + fmt("%.0f", count) +
+                                   " kernel(s) its worker's build-time inventory lacks" +
+                                   (first.empty() ? std::string() : ": " + join(first, ", ")) +
+                                   (names.size() > first.size() ? ", ..." : "") + " (settings." + key + ": fail)");
+      };
+      if (policy.candidate_foreign_fail && !library_control)
+        foreign_kernels(cand, "the candidate", kernel, "candidate_foreign_kernels");
+      if (policy.baseline_foreign_fail) foreign_kernels(base, "the baseline", baseline, "baseline_foreign_kernels");
       row["flags"] = flags;
     }
     geomean = {{"speedup", opt_json(num(P, "geomean_speedup"))},
@@ -625,6 +874,34 @@ GateReportOutput build_gate_report(const ReportInputs& in) {
   if (prov["candidate_sha256"] == "")
     reasons.add("TEST_CRASHED", "", "cannot read the candidate source " + in.candidate.string());
 
+  // CANDIDATE_CHANGED: the folder judged now is the one compiled into the measured worker.
+  const fs::path tree_dir = in.candidate_tree.empty() ? in.candidate.parent_path() : in.candidate_tree;
+  std::string tree_rel = fs::relative(tree_dir, in.repo, rel_ec).generic_string();
+  if (rel_ec || tree_rel.empty()) tree_rel = tree_dir.string();
+  std::string tree_now, tree_error;
+  try {
+    tree_now = candidate_tree_sha256(tree_dir);
+  } catch (const std::exception& e) {
+    tree_error = e.what();
+  }
+  prov["candidate_tree"] = tree_rel;
+  prov["candidate_tree_sha256"] = tree_now.empty() ? json(nullptr) : json(tree_now);
+  if (!tree_error.empty()) prov["candidate_tree_error"] = tree_error;
+  prov["candidate_tree_sha256_built"] = built_trees.size() == 1 ? json(*built_trees.begin()) : json(nullptr);
+  if (built_trees.size() > 1) {
+    const std::vector<std::string> trees(built_trees.begin(), built_trees.end());
+    reasons.add("CANDIDATE_CHANGED", "", in.perf.filename().string() + "'s scenarios were measured with " +
+                                             std::to_string(trees.size()) + " different builds of " + tree_rel +
+                                             " (kernel_tree_sha256 " + join(trees, ", ") + ")");
+  } else if (built_trees.size() == 1 && tree_now.empty()) {
+    reasons.add("CANDIDATE_CHANGED", "", "the worker was built from " + tree_rel + " tree " + *built_trees.begin() +
+                                             ", but the folder cannot be hashed now: " + tree_error);
+  } else if (built_trees.size() == 1 && *built_trees.begin() != tree_now) {
+    reasons.add("CANDIDATE_CHANGED", "", "the worker was built from " + tree_rel + " tree " + *built_trees.begin() +
+                                             ", but " + tree_rel + " hashes to " + tree_now +
+                                             " now: the candidate changed after it was built");
+  }
+
   std::vector<std::string> excluded = {"kernels/" + kernel};
   if (cand_rel.rfind("../", 0) != 0 && fs::path(cand_rel).has_parent_path())
     excluded.push_back(fs::path(cand_rel).parent_path().generic_string());
@@ -646,6 +923,7 @@ GateReportOutput build_gate_report(const ReportInputs& in) {
   report["reasons"] = rj;
   report["suite"] = suite.name;
   report["target"] = target;
+  report["policy"] = policy.record;
   report["geomean"] = geomean;
   report["scenarios"] = scenarios;
   report["provenance"] = prov;

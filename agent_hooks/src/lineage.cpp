@@ -108,6 +108,7 @@ void to_json(json& j, const Record& r) {
   if (!r.session.empty()) j["session"] = r.session;
   if (r.is_evaluation()) {
     j["candidate_sha256"] = r.candidate_sha256;
+    if (!r.candidate_tree_sha256.empty()) j["candidate_tree_sha256"] = r.candidate_tree_sha256;
     j["git"] = {{"commit", r.git_commit}, {"dirty", r.git_dirty}, {"candidate_dirty", r.candidate_dirty}};
     j["verdict"] = r.verdict;
     j["reasons"] = r.reasons;
@@ -122,6 +123,11 @@ void to_json(json& j, const Record& r) {
     if (!r.report.empty()) j["report"] = r.report;
     if (r.build_exit) j["build_exit"] = *r.build_exit;
     if (r.ctest_exit) j["ctest_exit"] = *r.ctest_exit;
+    if (r.suspicious_confirmed) j["suspicious_confirmed"] = true;
+    if (r.receipt)
+      j["receipt"] = {{"machine_id", r.receipt->machine_id},
+                      {"report_sha256", r.receipt->report_sha256},
+                      {"hmac_sha256", r.receipt->hmac_sha256}};
   }
   j["questions"] = json::array();
   for (const auto& q : r.questions) j["questions"].push_back({{"trigger", q.trigger}, {"id", q.id}});
@@ -136,6 +142,7 @@ void from_json(const json& j, Record& r) {
   r.source = j.value("source", std::string{});
   r.session = j.value("session", std::string{});
   r.candidate_sha256 = j.value("candidate_sha256", std::string{});
+  r.candidate_tree_sha256 = j.value("candidate_tree_sha256", std::string{});
   if (auto g = j.find("git"); g != j.end() && g->is_object()) {
     r.git_commit = g->value("commit", std::string{});
     r.git_dirty = g->value("dirty", false);
@@ -159,6 +166,10 @@ void from_json(const json& j, Record& r) {
   r.report = j.value("report", std::string{});
   if (auto it = j.find("build_exit"); it != j.end() && it->is_number()) r.build_exit = it->get<int>();
   if (auto it = j.find("ctest_exit"); it != j.end() && it->is_number()) r.ctest_exit = it->get<int>();
+  r.suspicious_confirmed = j.value("suspicious_confirmed", false);
+  if (auto it = j.find("receipt"); it != j.end() && it->is_object())
+    r.receipt = Receipt{it->value("machine_id", std::string{}), it->value("report_sha256", std::string{}),
+                        it->value("hmac_sha256", std::string{})};
 }
 
 std::string LineageIssue::str() const { return file.string() + ":" + std::to_string(line) + ": " + message; }

@@ -57,7 +57,9 @@ int main(int argc, char** argv) {
     sub->add_option("--ctest-args", ctest_args, "Extra ctest arguments, shell-quoted (or put them after --)");
   };
 
-  auto* gate = app.add_subcommand("gate", "Build, run `ctest -L gate`, record the report; exit 0 only on pass");
+  auto* gate = app.add_subcommand("gate", "Build, run `ctest -L gate`, record the report; exit 0 pass, 1 fail, "
+                                          "3 cannot run here (no configured build, no cmake/ctest, another gate "
+                                          "holds the build folder, no GPU; nothing recorded)");
   add_gate_options(gate);
   auto* target_opt = gate->add_option("--target", target_value,
                                       "Geomean target overriding scenarios/gate.yaml (passed as ATTNGATE_GEOMEAN_TARGET)")
@@ -66,8 +68,9 @@ int main(int argc, char** argv) {
   gate->add_option("ctest_extra", ctest_rest, "Arguments after -- go to ctest");
 
   auto* history = app.add_subcommand("history", "The lineage as a table");
-  auto* commit = app.add_subcommand("commit", "Commit the candidate if its latest evaluation passed and beats the best "
-                                              "committed version beyond noise");
+  auto* commit = app.add_subcommand("commit", "Commit the candidate folder if its latest evaluation is a signed gate "
+                                              "run of it at HEAD that passed and beats the best committed version "
+                                              "beyond noise");
 
   std::string trigger;
   std::string ask_report;
@@ -79,7 +82,8 @@ int main(int argc, char** argv) {
       ->check(CLI::ExistingFile);
 
   std::string record_report;
-  auto* record = app.add_subcommand("record", "Append a lineage record from a report without running anything");
+  auto* record = app.add_subcommand("record", "Append a lineage record from a report without running anything "
+                                              "(for inspection: commit refuses it)");
   record->add_option("--report", record_report, "Gate report (report.json)")->required()->check(CLI::ExistingFile);
 
   ReportInputs report_in;

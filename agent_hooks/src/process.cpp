@@ -7,7 +7,9 @@
 
 #include <cerrno>
 #include <cstring>
+#include <cstdlib>
 #include <map>
+#include <sstream>
 #include <stdexcept>
 
 extern char** environ;
@@ -110,6 +112,17 @@ RunResult run_process(const std::vector<std::string>& argv, const RunOptions& op
   if (WIFEXITED(status)) result.exit_code = WEXITSTATUS(status);
   else if (WIFSIGNALED(status)) result.exit_code = 128 + WTERMSIG(status);
   return result;
+}
+
+bool on_path(const std::string& name) {
+  if (name.find('/') != std::string::npos) return ::access(name.c_str(), X_OK) == 0;
+  const char* path = std::getenv("PATH");
+  std::istringstream dirs(path ? path : "");
+  for (std::string dir; std::getline(dirs, dir, ':');) {
+    std::string file = (dir.empty() ? std::string(".") : dir) + "/" + name;
+    if (::access(file.c_str(), X_OK) == 0) return true;
+  }
+  return false;
 }
 
 }  // namespace attngate::hooks

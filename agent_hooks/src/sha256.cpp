@@ -48,7 +48,7 @@ void compress(std::array<std::uint32_t, 8>& h, const unsigned char* block) {
 
 }  // namespace
 
-std::string sha256_hex(std::string_view data) {
+Sha256Digest sha256_digest(std::string_view data) {
   std::array<std::uint32_t, 8> h = {0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a,
                                     0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19};
   const auto* p = reinterpret_cast<const unsigned char*>(data.data());
@@ -65,12 +65,44 @@ std::string sha256_hex(std::string_view data) {
   for (int i = 0; i < 8; ++i) tail[blocks * 64 - 1 - i] = static_cast<unsigned char>(bits >> (8 * i));
   for (std::size_t b = 0; b < blocks; ++b) compress(h, tail.data() + 64 * b);
 
+  Sha256Digest out{};
+  for (std::size_t i = 0; i < 8; ++i)
+    for (std::size_t k = 0; k < 4; ++k) out[4 * i + k] = static_cast<unsigned char>(h[i] >> (24 - 8 * k));
+  return out;
+}
+
+std::string to_hex(std::string_view bytes) {
   static constexpr char kHex[] = "0123456789abcdef";
   std::string out;
-  out.reserve(64);
-  for (std::uint32_t v : h)
-    for (int s = 28; s >= 0; s -= 4) out.push_back(kHex[(v >> s) & 0xf]);
+  out.reserve(2 * bytes.size());
+  for (unsigned char c : bytes) {
+    out.push_back(kHex[c >> 4]);
+    out.push_back(kHex[c & 0xf]);
+  }
   return out;
+}
+
+std::string sha256_hex(std::string_view data) {
+  Sha256Digest d = sha256_digest(data);
+  return to_hex(std::string_view(reinterpret_cast<const char*>(d.data()), d.size()));
+}
+
+// RFC 2104 with SHA-256's 64-byte block.
+std::string hmac_sha256_hex(std::string_view key, std::string_view message) {
+  std::string k(key);
+  if (k.size() > 64) {
+    Sha256Digest d = sha256_digest(k);
+    k.assign(reinterpret_cast<const char*>(d.data()), d.size());
+  }
+  k.resize(64, '\0');
+  std::string inner(64, '\0'), outer(64, '\0');
+  for (std::size_t i = 0; i < 64; ++i) {
+    inner[i] = static_cast<char>(k[i] ^ 0x36);
+    outer[i] = static_cast<char>(k[i] ^ 0x5c);
+  }
+  Sha256Digest ih = sha256_digest(inner + std::string(message));
+  outer.append(reinterpret_cast<const char*>(ih.data()), ih.size());
+  return sha256_hex(outer);
 }
 
 std::optional<std::string> read_file(const std::filesystem::path& file) {

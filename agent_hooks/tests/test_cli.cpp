@@ -1,4 +1,7 @@
 // The `attngate` executable as an agent sees it: exit codes and what it prints.
+#include <chrono>
+#include <thread>
+
 #include <gtest/gtest.h>
 
 #include "attngate/hooks/lineage.hpp"
@@ -76,40 +79,15 @@ TEST(Cli, AskPrintsAQuestion) {
   EXPECT_NE(r.out.find('?'), std::string::npos) << r.out;
 }
 
-// A stand-in for the GPU gate: a CMake project whose `gate` tests write the start marker (as the
-// real gate.setup does), then copy a prepared report into <build>/gate/report.json (or write
-// nothing, or fail).
+// `attngate gate` and the stop hook over the stand-in gate of test_util.hpp.
 class FakeGate : public ::testing::Test {
  protected:
   test::Sandbox sb{/*with_git=*/true};
-  fs::path build = sb.dir / "build" / "gpu";
+  test::FakeGate fake{sb};
+  fs::path build = fake.build;
 
-  void SetUp() override {
-    test::write_file(sb.dir / "fake" / "CMakeLists.txt",
-                     "cmake_minimum_required(VERSION 3.20)\n"
-                     "project(fake_gate NONE)\n"
-                     "enable_testing()\n"
-                     "add_test(NAME gate.setup COMMAND ${CMAKE_COMMAND} -E touch ${CMAKE_BINARY_DIR}/gate/started)\n"
-                     "add_test(NAME gate.fake COMMAND ${CMAKE_COMMAND} -DOUT=${CMAKE_BINARY_DIR}/gate/report.json\n"
-                     "         -DIN=${CMAKE_SOURCE_DIR}/next_report.json -P ${CMAKE_SOURCE_DIR}/gate.cmake)\n"
-                     "set_tests_properties(gate.setup PROPERTIES LABELS gate)\n"
-                     "set_tests_properties(gate.fake PROPERTIES LABELS gate DEPENDS gate.setup)\n");
-    // The test passes iff the prepared report says pass, as the real gate does.
-    test::write_file(sb.dir / "fake" / "gate.cmake",
-                     "if(EXISTS ${IN})\n"
-                     "  file(READ ${IN} r)\n"
-                     "  file(WRITE ${OUT} \"${r}\")\n"
-                     "  if(NOT r MATCHES \"\\\"verdict\\\": \\\"pass\\\"\")\n"
-                     "    message(FATAL_ERROR \"gate failed\")\n"
-                     "  endif()\n"
-                     "else()\n"
-                     "  message(FATAL_ERROR \"no device\")\n"
-                     "endif()\n");
-    auto r = run_process({"cmake", "-S", (sb.dir / "fake").string(), "-B", build.string()});
-    ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
-  }
-  void next_report(const nlohmann::json& j) { test::write_report(sb.dir / "fake" / "next_report.json", j); }
-  void no_report() { fs::remove(sb.dir / "fake" / "next_report.json"); }
+  void next_report(const nlohmann::json& j) { fake.next_report(j); }
+  void no_report() { fake.no_report(); }
 };
 
 TEST_F(FakeGate, GateExitCodesFollowTheReport) {
@@ -155,9 +133,72 @@ TEST_F(FakeGate, GateExitCodesFollowTheReport) {
 }
 
 TEST_F(FakeGate, BuildFailureIsAFailingEvaluation) {
-  auto r = attngate(sb, {"gate", "--quiet", "--build-dir", (sb.dir / "nowhere").string()});
-  EXPECT_EQ(r.exit_code, 1);
+  next_report(test::report_json("pass", 1.03, 1.02, 1.04));
+  fake.set("fail_build");
+  auto r = attngate(sb, {"gate", "--quiet"});
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
   EXPECT_NE(r.out.find("reason BUILD_FAILED"), std::string::npos) << r.out;
+  EXPECT_EQ(Lineage(sb.ctx.lineage).read().records.size(), 1u);
+}
+
+// (e) A gate that cannot run here says so with its own exit code, and the lineage does not count it
+// as an evaluation of the candidate: no configured build, no cmake on PATH, no GPU.
+TEST_F(FakeGate, EnvironmentFailuresExitThreeAndRecordNothing) {
+  next_report(test::report_json("pass", 1.03, 1.02, 1.04));
+  auto r = attngate(sb, {"gate", "--quiet", "--build-dir", (sb.dir / "nowhere").string()});
+  EXPECT_EQ(r.exit_code, kExitEnvironment) << r.out << r.err;
+  EXPECT_NE(r.err.find("environment failure: no configured build at"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("nothing recorded in the lineage"), std::string::npos) << r.err;
+
+  r = run_process({"env", "PATH=" + (sb.dir / "no-tools").string(), ATTNGATE_EXE, "--repo", sb.dir.path().string(),
+                   "gate", "--quiet", "--build-dir", build.string()});
+  EXPECT_EQ(r.exit_code, kExitEnvironment) << r.out << r.err;
+  EXPECT_NE(r.err.find("cmake not found on PATH"), std::string::npos) << r.err;
+
+  // What `attngate report` writes on a machine without a GPU.
+  next_report(test::report_json("fail", 1.0, 1.0, 1.0, {{"gate_a"}}, {"TEST_SKIPPED", "NO_DEVICE", "NO_PERF"}));
+  r = attngate(sb, {"gate", "--quiet"});
+  EXPECT_EQ(r.exit_code, kExitEnvironment) << r.out << r.err;
+  EXPECT_NE(r.err.find("NO_DEVICE"), std::string::npos) << r.err;
+  EXPECT_FALSE(fs::exists(sb.ctx.lineage));
+
+  // The stop hook refuses once with the reason, then lets the agent stop; nothing is recorded either.
+  r = attngate(sb, {"stop-hook", "--build-dir", build.string()}, R"({"stop_hook_active": false})");
+  EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+  EXPECT_NE(r.err.find("the gate cannot run here"), std::string::npos) << r.err;
+  r = attngate(sb, {"stop-hook", "--build-dir", build.string()}, R"({"stop_hook_active": true})");
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_FALSE(fs::exists(sb.ctx.lineage));
+}
+
+// (d) Two gate runs on one build folder would rebuild and clear each other's outcomes: the second
+// one finds the first holding <build>/gate/.lock and exits 3, naming the lock and the holder's pid.
+TEST_F(FakeGate, ASecondGateOnTheSameBuildFolderExitsThreeOnTheLock) {
+  next_report(test::report_json("pass", 1.03, 1.02, 1.04));
+  fake.set("hold");
+  RunResult first;
+  std::thread t([&] { first = attngate(sb, {"gate", "--quiet"}); });
+  for (int i = 0; i < 600 && !fs::exists(fake.project / "entered"); ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  ASSERT_TRUE(fs::exists(fake.project / "entered"));
+
+  auto second = attngate(sb, {"gate", "--quiet"});
+  fake.set("release");
+  t.join();
+  EXPECT_EQ(second.exit_code, kExitEnvironment) << second.out << second.err;
+  const fs::path lock = build / "gate" / ".lock";
+  std::string holder = test::slurp(lock);
+  holder = holder.substr(0, holder.find('\n'));
+  EXPECT_NE(second.err.find("another attngate gate holds the lock " + lock.string() + " (pid " + holder + ")"),
+            std::string::npos)
+      << second.err;
+  EXPECT_EQ(first.exit_code, 0) << first.out << first.err;
+  auto c = Lineage(sb.ctx.lineage).read();
+  ASSERT_EQ(c.records.size(), 1u);  // the refused run is not an evaluation
+
+  // Once the first has finished, the folder is free again.
+  fake.unset("hold");
+  EXPECT_EQ(attngate(sb, {"gate", "--quiet"}).exit_code, 0);
 }
 
 TEST_F(FakeGate, StopHookRefusesWithADoneQuestionUntilTheGatePasses) {

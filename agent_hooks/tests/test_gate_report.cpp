@@ -7,6 +7,8 @@
 #include <fstream>
 
 #include "attngate/bench/compare.hpp"
+#include "attngate/hooks/candidate_tree.hpp"
+#include "attngate/hooks/gate_report.hpp"
 #include "attngate/hooks/report.hpp"
 #include "attngate/hooks/sha256.hpp"
 #include "attngate/scenario.hpp"
@@ -18,35 +20,65 @@ namespace {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-const char* kGateYaml = R"(suite: gate
+const char* kGateYamlHead = R"(suite: gate
 description: three shapes for the report tests
 settings:
   geomean_target: "1.0"
   scenario_floor: "0.9"
   baseline_kernel: "initial"
-scenarios:
+)";
+const char* kGateYamlScenarios = R"(scenarios:
   - {id: gate_a, batch: 1, seqlen_q: 512, seqlen_k: 512, heads_q: 2, heads_kv: 2, head_dim: 64, causal: false, dtype: bf16, tags: [mha]}
   - {id: gate_b, batch: 1, seqlen_q: 1024, seqlen_k: 1024, heads_q: 2, heads_kv: 2, head_dim: 128, causal: true, dtype: bf16, tags: [mha]}
   - {id: gate_c, batch: 2, seqlen_q: 256, seqlen_k: 256, heads_q: 4, heads_kv: 2, head_dim: 64, causal: false, dtype: bf16, tags: [gqa]}
 )";
+const std::string kGateYaml = std::string(kGateYamlHead) + kGateYamlScenarios;
+
+// The gate suite with more settings lines ("  key: \"value\"\n" each).
+std::string gate_yaml_with(const std::string& settings) {
+  return std::string(kGateYamlHead) + settings + kGateYamlScenarios;
+}
 
 const std::vector<std::string> kIds = {"gate_a", "gate_b", "gate_c"};
 
-// One kernel's figures on one scenario, as attngate_bench writes them (*_timing).
+// One kernel's figures on one scenario, as attngate_bench writes them (*_timing). The clocks not
+// given follow from the three given, as an honest kernel's do: traced calls 1 µs slower on both
+// clocks, CUPTI's kernel time against the same traced calls' event time, calls on fresh inputs 2 µs
+// slower on both clocks. Run in a worker with an empty list of foreign kernels.
 struct Clocks {
   double event = 1.0, kernel = 0.996, wall = 1.03;
   int kmin = 1, kmax = 1;
   double foreign = 0, streams = 1, memcpy = 0, memset = 0;
+  std::optional<double> traced_event, traced_wall, cupti_minus_us, fresh_event, fresh_wall;
+  double fresh_calls = 4, isolated = 1;
+  std::string process = "worker";
+  std::vector<std::string> foreign_kernels;  // mangled names outside the worker's inventory
+  std::string tree;                          // kernel_tree_sha256; empty: none recorded
 };
 
 struct PerfRow {
   std::string id;
   double speedup = 1.05, lo = 1.04, hi = 1.06;
   Clocks cand{1.0, 0.996, 1.03}, base{1.05, 1.046, 1.08};
+  double flops = 1e10, min_bytes = 2e7;  // floor: 0.0101 ms at 989.5 TFLOPS (0.0042 ms at 4.8 TB/s)
 };
 
 json timing(const std::string& name, const Clocks& c) {
+  const double traced_event = c.traced_event.value_or(c.event + 0.001);
   return {{"name", name},
+          {"traced_event_ms", traced_event},
+          {"traced_wall_ms", c.traced_wall.value_or(c.wall + 0.001)},
+          {"cupti_minus_traced_event_us", c.cupti_minus_us.value_or((c.kernel - traced_event) * 1e3)},
+          {"isolated", c.isolated},
+          {"fresh_calls", c.fresh_calls},
+          {"fresh_event_ms", c.fresh_event.value_or(c.event + 0.002)},
+          {"fresh_wall_ms", c.fresh_wall.value_or(c.wall + 0.002)},
+          {"checked_calls", 5.0},
+          {"inventory_kernels", 1.0},
+          {"foreign_kernels", double(c.foreign_kernels.size())},
+          {"foreign_kernel_names", c.foreign_kernels},
+          {"kernel_tree_sha256", c.tree},
+          {"process", c.process},
           {"event_ms", c.event},
           {"kernel_ms", c.kernel},
           {"span_ms", c.kernel},
@@ -82,6 +114,7 @@ json perf_json(const std::vector<PerfRow>& rows, double geo = 1.05, double lo = 
             {"cuda_driver_version", "13.0"},
             {"cuda_runtime_version", "13.0"},
             {"peak_tflops", 989.5},
+            {"hbm_tbps", 4.8},
             {"geomean_speedup", geo},
             {"geomean_ci95", {lo, hi}},
             {"geomean_kernel_speedup", geo},
@@ -94,6 +127,8 @@ json perf_json(const std::vector<PerfRow>& rows, double geo = 1.05, double lo = 
             {"failed", json::array()}};
   for (const auto& r : rows)
     j["scenarios"].push_back({{"id", r.id},
+                              {"flops", r.flops},
+                              {"min_bytes", r.min_bytes},
                               {"speedup", r.speedup},
                               {"speedup_ci95", {r.lo, r.hi}},
                               {"kernel_speedup", r.base.kernel / r.cand.kernel},
@@ -225,6 +260,21 @@ TEST_F(ReportCmd, PassWritesBothFilesWithProvenance) {
   EXPECT_EQ(p["attngate_commit"], sb.head());
   EXPECT_EQ(p["attngate_dirty"], false);
   EXPECT_EQ(p["candidate_sha256"], *sha256_file(sb.candidate()));
+  EXPECT_EQ(p["candidate_tree"], "kernels/candidate");
+  EXPECT_EQ(p["candidate_tree_sha256"], candidate_tree_sha256(sb.candidate().parent_path()));
+  EXPECT_EQ(p["candidate_tree_sha256_built"], nullptr);  // the rows carry none: nothing to compare
+  const json& pol = j["policy"];
+  EXPECT_EQ(pol["clock_tolerance"], 0.05);
+  EXPECT_EQ(pol["clock_tolerance_source"], "default");
+  EXPECT_EQ(pol["clock_slack_ms"], 0.03);
+  EXPECT_EQ(pol["clock_slack_ms_source"], "default");
+  EXPECT_EQ(pol["wall_slack_ms"], 0.3);
+  EXPECT_EQ(pol["wall_slack_ms_source"], "default");
+  EXPECT_EQ(pol["candidate_foreign_kernels"], "fail");
+  EXPECT_EQ(pol["baseline_foreign_kernels"], "allow");
+  EXPECT_EQ(pol["nondeterminism"], "fail");
+  EXPECT_NEAR(a["floor_ms"].get<double>(), 1e3 * 1e10 / 989.5e12, 1e-12);
+  EXPECT_EQ(a["candidate"]["process"], "worker");
   EXPECT_EQ(j["harness"]["verified"], true);
   EXPECT_TRUE(j["harness"]["modified"].empty());
   EXPECT_EQ(j["harness"]["sha256"]["scenarios/gate.yaml"], sha256_hex(kGateYaml));
@@ -387,7 +437,7 @@ TEST_F(ReportCmd, CrossChecksOfTheCandidatesCalls) {
   EXPECT_EQ(reason(j, "SIDE_STREAM_WORK")["scenarios"], json::array({"gate_a"}));
   EXPECT_EQ(reason(j, "KERNEL_COUNT_CHANGED")["scenarios"], json::array({"gate_b"}));
   EXPECT_EQ(reason(j, "MEMCPY_IN_CALL")["scenarios"], json::array({"gate_c"}));
-  EXPECT_EQ(reason(j, "MEMSET_IN_CALL"), nullptr);  // a flag, not a failure
+  EXPECT_EQ(reason(j, "MEMSET_IN_CALL")["scenarios"], json::array({"gate_c"}));  // a failure now too
   EXPECT_EQ(scenario(j, "gate_c")["flags"], json::array({"MEMCPY_IN_CALL", "MEMSET_IN_CALL"}));
   EXPECT_EQ(reason(j, "WALL_KERNEL_MISMATCH"), nullptr);
 
@@ -409,32 +459,79 @@ TEST_F(ReportCmd, CrossChecksOfTheCandidatesCalls) {
 TEST_F(ReportCmd, WallOrEventFarAboveKernelTime) {
   ASSERT_EQ(prepare().exit_code, 0);
   all_passed();
+  auto in_process = [](Clocks c) {
+    c.process = "in-process", c.isolated = 0;
+    return c;
+  };
   auto rows = good_rows();
   // gate_a: an honest kernel twice as fast as the baseline on a 512-token shape, where the host's
   // launch-and-synchronize overhead (~60 µs) is most of the wall time: not flagged.
   rows[0].cand = {0.089, 0.085, 0.145};
   rows[0].base = {0.174, 0.170, 0.230};
-  // gate_b: the call spends 1 ms on the host beyond the baseline's overhead (wall time).
-  rows[1].cand = {0.52, 0.50, 1.60};
-  rows[1].base = {1.02, 1.00, 1.05};
-  // gate_c: GPU time inside the timed call that is no kernel (event time).
-  rows[2].cand = {0.90, 0.45, 0.93};
-  rows[2].base = {1.00, 0.996, 1.03};
+  // gate_b: GPU time inside the timed call that is no kernel (event time), in a worker: the
+  // event-time part of the rule judges a worker's candidate too.
+  rows[1].cand = {0.90, 0.45, 0.93};
+  rows[1].base = {1.00, 0.996, 1.03};
+  // gate_c: an in-process candidate whose call spends 1 ms on the host beyond the baseline's
+  // overhead (wall time).
+  rows[2].cand = in_process({0.52, 0.50, 1.60});
+  rows[2].base = {1.02, 1.00, 1.05};
   perf(perf_json(rows));
   EXPECT_EQ(report().exit_code, 1);
-  const json j = report_json();
+  json j = report_json();
   json m = reason(j, "WALL_KERNEL_MISMATCH");
   ASSERT_NE(m, nullptr) << j["reasons"].dump();
   EXPECT_EQ(m["scenarios"], json::array({"gate_b", "gate_c"}));
-  EXPECT_NE(m["detail"].get<std::string>().find("wall time"), std::string::npos) << m["detail"];
-  EXPECT_TRUE(scenario(j, "gate_a")["flags"].empty());
+  EXPECT_NE(m["detail"].get<std::string>().find("gate_b: event time 0.9000 ms is 2.00x the CUPTI kernel time 0.4500 ms; "
+                                                "its excess 0.4500 ms exceeds the baseline's 0.0040 ms by more than "
+                                                "0.0900 ms"),
+            std::string::npos)
+      << m["detail"];
+  EXPECT_TRUE(scenario(j, "gate_a")["flags"].empty()) << scenario(j, "gate_a")["flags"];
 
-  // No CUPTI kernel time at all for the candidate's calls.
+  // The judge's wall clock around a worker's call carries the process round trip, whose median
+  // differed by up to 0.17 ms between two identical kernels on the H200. gate_a and gate_b: a
+  // candidate ~8x faster than its wall time suggests, its overhead 0.17 ms above the baseline's
+  // (within CLOCK_DISAGREE's wall tolerance 0.05 x 0.174 + 0.3 ms). In a worker it is not judged
+  // on the wall clock (gate_a); the same figures in the judge's process still are (gate_b).
+  // gate_c: a worker's candidate with 1 ms of host work is CLOCK_DISAGREE (a)'s, not this rule's.
   rows = good_rows();
-  rows[0].cand.kernel = 0;
+  for (auto& row : {&rows[0], &rows[1]}) {
+    row->cand = {0.089, 0.085, 0.859};
+    row->base = {0.174, 0.170, 0.774};
+  }
+  rows[1].cand = in_process(rows[1].cand);
+  rows[2].cand = {0.52, 0.50, 1.60};
+  rows[2].base = {1.02, 1.00, 1.05};
   perf(perf_json(rows));
   EXPECT_EQ(report().exit_code, 1);
-  EXPECT_EQ(reason(report_json(), "WALL_KERNEL_MISMATCH")["scenarios"], json::array({"gate_a"}));
+  j = report_json();
+  m = reason(j, "WALL_KERNEL_MISMATCH");
+  ASSERT_NE(m, nullptr) << j["reasons"].dump();
+  EXPECT_EQ(m["scenarios"], json::array({"gate_b"}));
+  EXPECT_NE(m["detail"].get<std::string>().find("gate_b: wall time 0.8590 ms is 10.11x the CUPTI kernel time 0.0850 ms; "
+                                                "its excess 0.7740 ms exceeds the baseline's 0.6040 ms by more than "
+                                                "0.0250 ms"),
+            std::string::npos)
+      << m["detail"];
+  EXPECT_TRUE(scenario(j, "gate_a")["flags"].empty()) << scenario(j, "gate_a")["flags"];
+  EXPECT_EQ(scenario(j, "gate_b")["flags"], json::array({"WALL_KERNEL_MISMATCH", "NOT_ISOLATED"}));
+  EXPECT_EQ(scenario(j, "gate_c")["flags"], json::array({"CLOCK_DISAGREE"}));
+  EXPECT_NE(reason(j, "CLOCK_DISAGREE")["detail"].get<std::string>().find("gate_c: (a) wall vs event"),
+            std::string::npos)
+      << reason(j, "CLOCK_DISAGREE");
+
+  // No CUPTI kernel time at all for the candidate's calls, in a worker or not.
+  rows = good_rows();
+  rows[0].cand.kernel = 0;
+  rows[1].cand = in_process(rows[1].cand), rows[1].cand.kernel = 0;
+  perf(perf_json(rows));
+  EXPECT_EQ(report().exit_code, 1);
+  j = report_json();
+  EXPECT_EQ(reason(j, "WALL_KERNEL_MISMATCH")["scenarios"], json::array({"gate_a", "gate_b"}));
+  EXPECT_NE(reason(j, "WALL_KERNEL_MISMATCH")["detail"].get<std::string>().find(
+                "gate_a: CUPTI recorded no kernel time for the candidate's traced calls"),
+            std::string::npos);
 }
 
 TEST_F(ReportCmd, StaleAndMissingFilesAreNotThisRun) {
@@ -622,7 +719,10 @@ TEST_F(ReportCmd, ReadsWhatTheBenchWrites) {
   cmp.device = "NVIDIA H200";
   cmp.driver_version = "580.159.04";
   cmp.cuda_runtime_version = 13000;
+  cmp.peak_tflops = 989.5;
+  cmp.hbm_tbps = 4.8;
   cmp.resamples = 200;
+  const std::string tree = candidate_tree_sha256(sb.candidate().parent_path());
   const Suite suite = load_suite_file(sb.dir / "scenarios" / "gate.yaml");
   for (const Scenario& s : suite.scenarios) {
     bench::Measurement m;
@@ -631,6 +731,12 @@ TEST_F(ReportCmd, ReadsWhatTheBenchWrites) {
     for (auto [name, ms] : {std::pair{"candidate", 0.9}, std::pair{"initial", 1.0}}) {
       bench::KernelSeries k;
       k.kernel = name;
+      k.isolated = true;  // both in workers, the judge's wall clock ~30 µs above the event time
+      k.kernel_tree_sha256 = std::string(name) == "candidate" ? tree : std::string(64, 'a');
+      k.inventory = {"_Z3fwdv"};
+      k.checked_calls = 4;
+      k.fresh_event_ms = {ms * 1.001, ms * 1.002};
+      k.fresh_wall_ms = {ms * 1.001 + 0.03, ms * 1.002 + 0.03};
       for (int i = 0; i < 30; ++i) {
         k.event_ms.push_back(ms * (1 + 0.0001 * (i % 3)));
         k.wall_ms.push_back(ms + 0.03);
@@ -666,6 +772,507 @@ TEST_F(ReportCmd, ReadsWhatTheBenchWrites) {
   EXPECT_EQ(j["provenance"]["driver"], "580.159.04");
   EXPECT_EQ(j["provenance"]["cuda"], "13.0");
   EXPECT_EQ(j["provenance"]["sm_clock_mhz"], 1980.0);
+  EXPECT_EQ(j["provenance"]["candidate_tree_sha256_built"], tree);
+  EXPECT_EQ(a["candidate"]["process"], "worker");
+  EXPECT_EQ(a["candidate"]["isolated"], 1.0);
+  EXPECT_EQ(a["candidate"]["fresh_calls"], 2.0);
+  EXPECT_TRUE(a["flags"].empty()) << a["flags"];
+  EXPECT_TRUE(a["floor_ms"].is_number());
+}
+
+
+// ---- Issue 12's rules: isolation, every clock, plausibility, inventory, determinism, provenance ----
+
+// The policy settings live in the committed gate suite (a change of it is a harness change).
+class ReportPolicy : public ReportCmd {
+ protected:
+  void settings(const std::string& lines) {
+    test::write_file(sb.dir / "scenarios" / "gate.yaml", gate_yaml_with(lines));
+    sb.commit_all("policy");
+  }
+  std::string tree_now() const { return candidate_tree_sha256(sb.candidate().parent_path()); }
+  // An honest kernel in a worker, event time e and the judge's wall time w: CUPTI 3 µs under the
+  // event time of the same traced calls, traced calls 1.5 µs (event) and 2.5 µs (wall) slower,
+  // calls on fresh inputs 8 µs slower on both clocks (cold L2).
+  static Clocks worker(double e, double w) {
+    Clocks c{e, e - 0.003, w};
+    c.traced_event = e + 0.0015;
+    c.traced_wall = w + 0.0025;
+    c.cupti_minus_us = -3.0;
+    c.fresh_event = e + 0.008;
+    c.fresh_wall = w + 0.008;
+    return c;
+  }
+  // Every scenario of the suite as an A/A comparison in two workers gives it: both kernels equally
+  // fast, the judge's wall clock 40 µs above the event time for both (the IPC round trip and the
+  // NaN probe); the candidate's worker built from the tree on disk.
+  std::vector<PerfRow> aa_rows() const {
+    std::vector<PerfRow> rows = good_rows();
+    for (auto& r : rows) {
+      r.speedup = 1.0005, r.lo = 0.999, r.hi = 1.002;
+      r.cand = worker(0.500, 0.540);
+      r.base = worker(0.5003, 0.5403);
+      r.cand.tree = tree_now();
+      r.base.tree = std::string(64, 'b');  // the baseline's own folder: not compared
+      r.flops = 2.4e11;                     // ~49% of the dense peak at 0.5 ms (floor 0.2425 ms)
+      r.min_bytes = 6.7e7;                  // 0.014 ms at 4.8 TB/s
+    }
+    return rows;
+  }
+  RunResult judge(const std::vector<PerfRow>& rows) {
+    perf(perf_json(rows, 1.0005, 0.999, 1.002));
+    return report({{"ATTNGATE_GEOMEAN_TARGET", "0.95"}, {"ATTNGATE_SCENARIO_FLOOR", "0.9"}});
+  }
+  // Judges the rows, expecting a failure with `code` on exactly `ids` and `part` in its detail.
+  json expect_reason(const std::vector<PerfRow>& rows, const std::string& code, const json& ids, const std::string& part) {
+    EXPECT_EQ(judge(rows).exit_code, 1);
+    json j = report_json();
+    EXPECT_EQ(reason(j, code)["scenarios"], ids) << j["reasons"].dump();
+    EXPECT_TRUE(has(detail(j, code), part)) << detail(j, code);
+    return j;
+  }
+  void expect_pass(const std::vector<PerfRow>& rows) {
+    auto r = judge(rows);
+    EXPECT_EQ(r.exit_code, 0) << r.out << r.err << report_json()["reasons"].dump();
+  }
+  // The verify result of a scenario whose second distribution failed with these reasons.
+  void failed_with(const std::string& id, const std::vector<std::string>& reasons) {
+    json run = {{"distribution", "standard"}, {"pass", true}, {"reasons", json::array()}, {"o", {{"max_abs", 0.004}}}};
+    json failing = {{"distribution", "outliers"}, {"pass", false}, {"reasons", reasons}, {"o", {{"max_abs", 0.005}}}};
+    json j = {{"schema", "attngate.verify_result/1"}, {"kernel", "candidate"}, {"scenario", id}, {"suite", "gate"},
+              {"status", "failed"}, {"detail", ""}, {"base_seed", "12345"}, {"runs", json::array({run, failing})}};
+    test::write_file(results / ("verify.candidate." + id + ".json"), j.dump(1));
+  }
+  // A policy value the report cannot apply: exit 2 naming the setting.
+  void expect_bad_setting(const std::string& key, const std::string& value, const std::string& why) {
+    settings("  " + key + ": \"" + value + "\"\n");
+    auto r = judge(aa_rows());
+    EXPECT_EQ(r.exit_code, 2) << key << "=" << value;
+    EXPECT_TRUE(has(r.err, "gate.yaml settings." + key + "='" + value + "' is not " + why)) << r.err;
+  }
+  static std::string detail(const json& r, const std::string& code) {
+    json x = reason(r, code);
+    return x.is_null() ? std::string("<no ") + code + ">" : x["detail"].get<std::string>();
+  }
+  static bool has(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+};
+
+TEST_F(ReportPolicy, HonestAAFiguresWithHarnessOverheadPassEveryRule) {
+  ASSERT_EQ(prepare().exit_code, 0);
+  all_passed();
+  expect_pass(aa_rows());
+  json j = report_json();
+  for (const auto& id : kIds) EXPECT_TRUE(scenario(j, id)["flags"].empty()) << id << scenario(j, id)["flags"];
+  EXPECT_EQ(j["provenance"]["candidate_tree_sha256_built"], tree_now());
+  EXPECT_EQ(j["provenance"]["candidate_tree_sha256"], tree_now());
+  EXPECT_NEAR(scenario(j, "gate_a")["floor_ms"].get<double>(), 1e3 * 2.4e11 / 989.5e12, 1e-9);
+  EXPECT_NE(test::slurp(gate / "report.md").find("- policy: the candidate runs in a worker process"), std::string::npos);
+
+  // An honest candidate twice as fast, at ~97% of the peak, where the wall overhead is 14% of its
+  // wall time: still quiet.
+  auto rows = aa_rows();
+  rows[0].speedup = 2.0, rows[0].lo = 1.98, rows[0].hi = 2.02;
+  rows[0].cand = worker(0.25, 0.29);
+  rows[0].cand.tree = tree_now();
+  expect_pass(rows);
+}
+
+TEST_F(ReportPolicy, NotIsolatedWhenTheCandidateRanInTheJudgesProcess) {
+  ASSERT_EQ(prepare().exit_code, 0);
+  all_passed();
+  auto rows = aa_rows();
+  for (auto& row : rows) row.base.process = "in-process", row.base.isolated = 0;  // the baseline may
+  rows[0].cand.process = "in-process", rows[0].cand.isolated = 0;
+  rows[1].cand.isolated = 0;  // the two fields disagree: not isolated either
+  rows[2].cand.process = "";  // not recorded
+  json j = expect_reason(rows, "NOT_ISOLATED", {"gate_a", "gate_b", "gate_c"},
+                         "gate_a: the candidate ran 'in-process' (isolated=0); the gate requires it to run in a "
+                         "worker process apart from the judge");
+  EXPECT_EQ(codes(j), std::vector<std::string>{"NOT_ISOLATED"});
+
+  rows = aa_rows();
+  for (auto& row : rows) row.base.process = "in-process", row.base.isolated = 0;
+  expect_pass(rows);
+}
+
+// CLOCK_DISAGREE's tolerances on the A/A rows (the slower event time is the baseline's 0.5003 ms)
+// under the default policy: 0.05 x 0.5003 + 0.03 = 0.0550 ms for the pairs of event times, and
+// 0.05 x 0.5003 + 0.3 = 0.3250 ms for the judge's wall clock (0.3250 + 2 x 0.3 = 0.9250 ms for the
+// wall time of the few calls on fresh inputs). Each comparison is tried 5 µs beyond and 5 µs
+// inside its tolerance, in both directions.
+
+// (a) The judge's wall clock against the worker's event time, in both directions, within the wall
+// slack (the process round trip) rather than the event-time slack.
+TEST_F(ReportPolicy, ClockDisagreeWallAgainstEventEitherWay) {
+  ASSERT_EQ(prepare().exit_code, 0);
+  all_passed();
+  // The candidate in a worker with event time e and wall time w (the baseline's wall minus event
+  // is +0.0400 ms), on a shape small enough (floor 0.0101 ms) that IMPLAUSIBLE stays out of it.
+  auto cand = [&](PerfRow& row, double e, double w) {
+    row.cand = worker(e, w), row.cand.tree = tree_now(), row.flops = 1e10;
+  };
+  auto rows = aa_rows();
+  cand(rows[0], 0.5, 0.87);  // +0.3700: host work in the call that the event timer does not see
+  cand(rows[1], 0.5, 0.21);  // -0.2900: a wall time below what the event time claims
+  cand(rows[2], 0.5, 0.86);  // +0.3600: 0.32 ms more than the baseline's, far beyond 0.0550 but inside 0.3250
+  json j = expect_reason(rows, "CLOCK_DISAGREE", {"gate_a", "gate_b"},
+                         "gate_a: (a) wall vs event: wall time minus event time is +0.3700 ms for the candidate, "
+                         "+0.0400 ms for the baseline; they differ by 0.3300 ms > tolerance 0.3250 ms");
+  EXPECT_EQ(codes(j), std::vector<std::string>{"CLOCK_DISAGREE"});
+  EXPECT_TRUE(scenario(j, "gate_c")["flags"].empty()) << scenario(j, "gate_c")["flags"];
+
+  rows = aa_rows();
+  cand(rows[1], 0.5, 0.21);
+  cand(rows[2], 0.17, 0.54);  // +0.3700: an event time the wall clock does not bear out
+  j = expect_reason(rows, "CLOCK_DISAGREE", {"gate_b", "gate_c"},
+                    "gate_b: (a) wall vs event: wall time minus event time is -0.2900 ms for the candidate, "
+                    "+0.0400 ms for the baseline; they differ by 0.3300 ms > tolerance 0.3250 ms");
+  EXPECT_EQ(codes(j), std::vector<std::string>{"CLOCK_DISAGREE"});
+
+  // Just inside, either way: 0.32 ms of round-trip noise is no disagreement on the wall clock.
+  auto inside = aa_rows();
+  cand(inside[0], 0.5, 0.22);   // -0.3200 from the baseline's
+  cand(inside[1], 0.18, 0.54);  // +0.3200, by the event time
+  cand(inside[2], 0.5, 0.86);   // +0.3200, by the wall time
+  expect_pass(inside);
+  j = report_json();
+  for (const auto& id : kIds) EXPECT_TRUE(scenario(j, id)["flags"].empty()) << id << scenario(j, id)["flags"];
+
+  // The wall tolerance follows wall_slack_ms ...
+  settings("  wall_slack_ms: \"0.2\"\n");
+  j = expect_reason(inside, "CLOCK_DISAGREE", {"gate_a", "gate_b", "gate_c"},
+                    "gate_a: (a) wall vs event: wall time minus event time is -0.2800 ms for the candidate, "
+                    "+0.0400 ms for the baseline; they differ by 0.3200 ms > tolerance 0.2250 ms");
+  EXPECT_EQ(j["policy"]["wall_slack_ms"], 0.2);
+  EXPECT_EQ(j["policy"]["wall_slack_ms_source"], "gate.yaml settings.wall_slack_ms");
+  EXPECT_EQ(j["policy"]["clock_slack_ms"], 0.03);
+  EXPECT_EQ(j["policy"]["clock_slack_ms_source"], "default");
+  // ... and not clock_slack_ms, in either direction.
+  settings("  clock_slack_ms: \"1.0\"\n");
+  j = expect_reason(rows, "CLOCK_DISAGREE", {"gate_b", "gate_c"}, "they differ by 0.3300 ms > tolerance 0.3250 ms");
+  EXPECT_EQ(j["policy"]["wall_slack_ms"], 0.3);
+  EXPECT_EQ(j["policy"]["wall_slack_ms_source"], "default");
+  settings("  clock_slack_ms: \"0\"\n");
+  expect_pass(inside);
+
+  for (const char* bad : {"-0.1", "abc", "inf", "0.3ms"}) expect_bad_setting("wall_slack_ms", bad, "a non-negative number");
+}
+
+// (b) A kernel that behaves differently when traced: traced and untraced event times must agree.
+// The traced calls' wall time carries the worker's CUPTI flush and is not compared.
+TEST_F(ReportPolicy, ClockDisagreeTracedAgainstUntracedEitherWay) {
+  ASSERT_EQ(prepare().exit_code, 0);
+  all_passed();
+  // The baseline's traced calls are 0.0015 ms slower on event time than its untraced ones.
+  auto rows = aa_rows();
+  rows[0].cand.traced_event = 0.5615;  // +0.0615: slower when traced (the untraced calls skip work)
+  rows[1].cand.traced_event = 0.4415;  // -0.0585: faster when traced
+  rows[2].cand.traced_event = 0.5515;  // +0.0515: 0.05 ms from the baseline's, inside 0.0550
+  json j = expect_reason(rows, "CLOCK_DISAGREE", {"gate_a", "gate_b"},
+                         "gate_a: (b) traced vs untraced: traced event time minus untraced event time is +0.0615 ms "
+                         "for the candidate, +0.0015 ms for the baseline; they differ by 0.0600 ms > tolerance "
+                         "0.0550 ms");
+  EXPECT_EQ(codes(j), std::vector<std::string>{"CLOCK_DISAGREE"});
+  EXPECT_TRUE(scenario(j, "gate_c")["flags"].empty()) << scenario(j, "gate_c")["flags"];
+  const auto disagree = rows;
+
+  rows = aa_rows();
+  rows[1].cand.traced_event = 0.4415;
+  expect_reason(rows, "CLOCK_DISAGREE", {"gate_b"},
+                "gate_b: (b) traced vs untraced: traced event time minus untraced event time is -0.0585 ms for the "
+                "candidate, +0.0015 ms for the baseline; they differ by 0.0600 ms > tolerance 0.0550 ms");
+
+  // Only the traced calls' wall time differs, either way: not compared. And just inside on events
+  // in the other direction.
+  rows = aa_rows();
+  rows[0].cand.traced_wall = rows[0].cand.wall + 2.0;  // a CUPTI flush 2 ms longer than the baseline's
+  rows[1].cand.traced_wall = rows[1].cand.wall - 0.5;
+  rows[2].cand.traced_event = 0.4515;  // -0.0485: 0.05 ms from the baseline's
+  expect_pass(rows);
+  j = report_json();
+  for (const auto& id : kIds) EXPECT_TRUE(scenario(j, id)["flags"].empty()) << id << scenario(j, id)["flags"];
+  EXPECT_NEAR(scenario(j, "gate_a")["candidate"]["traced_wall_ms"].get<double>(), 2.54, 1e-9);  // read, not judged
+
+  // Event-time pairs take clock_slack_ms, not wall_slack_ms.
+  settings("  wall_slack_ms: \"5\"\n");
+  j = expect_reason(disagree, "CLOCK_DISAGREE", {"gate_a", "gate_b"}, "they differ by 0.0600 ms > tolerance 0.0550 ms");
+  EXPECT_FALSE(has(detail(j, "CLOCK_DISAGREE"), "traced wall")) << detail(j, "CLOCK_DISAGREE");
+  settings("  clock_slack_ms: \"0.04\"\n");  // 0.025 + 0.04 = 0.065 > 0.06
+  expect_pass(disagree);
+}
+
+// (c) CUPTI's kernel time against the event time of the very same traced calls.
+TEST_F(ReportPolicy, ClockDisagreeCuptiAgainstEventsEitherWay) {
+  ASSERT_EQ(prepare().exit_code, 0);
+  all_passed();
+  // The baseline's CUPTI kernel time is 3 µs under the event time of its traced calls (0.5018 ms);
+  // the candidate's traced calls take 0.5015 ms.
+  auto cupti = [](PerfRow& row, double minus_us) {
+    row.cand.cupti_minus_us = minus_us, row.cand.kernel = 0.5015 + minus_us * 1e-3;
+  };
+  auto rows = aa_rows();
+  cupti(rows[0], -63.0);  // GPU time in the call that no kernel accounts for
+  cupti(rows[1], +57.0);  // kernel time beyond the timed window
+  cupti(rows[2], -53.0);  // 50 µs from the baseline's: inside 0.0550 ms
+  json j = expect_reason(rows, "CLOCK_DISAGREE", {"gate_a", "gate_b"},
+                         "gate_a: (c) CUPTI vs events: CUPTI kernel time minus the event time of the same traced "
+                         "calls is -63.0 us for the candidate, -3.0 us for the baseline; they differ by 0.0600 ms > "
+                         "tolerance 0.0550 ms");
+  EXPECT_EQ(codes(j), std::vector<std::string>{"CLOCK_DISAGREE"});
+  EXPECT_TRUE(scenario(j, "gate_c")["flags"].empty()) << scenario(j, "gate_c")["flags"];
+
+  rows = aa_rows();
+  cupti(rows[1], +57.0);
+  expect_reason(rows, "CLOCK_DISAGREE", {"gate_b"},
+                "gate_b: (c) CUPTI vs events: CUPTI kernel time minus the event time of the same traced calls is "
+                "+57.0 us for the candidate, -3.0 us for the baseline; they differ by 0.0600 ms > tolerance 0.0550 ms");
+
+  rows = aa_rows();
+  cupti(rows[0], +47.0);  // 50 µs the other way: inside
+  cupti(rows[2], -53.0);
+  expect_pass(rows);
+
+  rows = aa_rows();
+  rows[2].cand.kernel = 0;
+  expect_reason(rows, "CLOCK_DISAGREE", {"gate_c"},
+                "gate_c: (c) CUPTI vs events: CUPTI saw no kernel time in the candidate's traced calls");
+}
+
+// (d) Calls right after the judge gave the inputs new contents against the rest: event time within
+// the event tolerance, wall time within the wall tolerance plus twice the wall slack.
+TEST_F(ReportPolicy, ClockDisagreeFreshInputsEitherWay) {
+  ASSERT_EQ(prepare().exit_code, 0);
+  all_passed();
+  // The baseline's fresh calls are 0.008 ms slower than its others on both clocks.
+  auto rows = aa_rows();
+  // gate_a: replays a result cached by pointer unless the contents changed: fresh calls are slow.
+  rows[0].cand.fresh_event = 0.568, rows[0].cand.fresh_wall = 0.608;  // +0.0680 on both clocks
+  // gate_b: fresh calls faster than the rest (it slows down when it recognises a repeat).
+  rows[1].cand.fresh_event = 0.448, rows[1].cand.fresh_wall = 0.488;  // -0.0520
+  // gate_c: the candidate had no fresh calls: not compared, whatever the figures.
+  rows[2].cand.fresh_calls = 0, rows[2].cand.fresh_event = 5.0, rows[2].cand.fresh_wall = 5.0;
+  json j = expect_reason(rows, "CLOCK_DISAGREE", {"gate_a", "gate_b"},
+                         "gate_a: (d) fresh inputs vs the rest: event time on fresh inputs minus event time is "
+                         "+0.0680 ms for the candidate, +0.0080 ms for the baseline; they differ by 0.0600 ms > "
+                         "tolerance 0.0550 ms");
+  EXPECT_EQ(codes(j), std::vector<std::string>{"CLOCK_DISAGREE"});
+  EXPECT_FALSE(has(detail(j, "CLOCK_DISAGREE"), "wall time on fresh inputs")) << detail(j, "CLOCK_DISAGREE");
+  EXPECT_TRUE(scenario(j, "gate_c")["flags"].empty());
+  const auto disagree = rows;
+
+  rows = aa_rows();
+  rows[1].cand.fresh_event = 0.448, rows[1].cand.fresh_wall = 0.488;
+  expect_reason(rows, "CLOCK_DISAGREE", {"gate_b"},
+                "gate_b: (d) fresh inputs vs the rest: event time on fresh inputs minus event time is -0.0520 ms "
+                "for the candidate, +0.0080 ms for the baseline; they differ by 0.0600 ms > tolerance 0.0550 ms");
+
+  // The wall time of the fresh calls: tolerance 0.9250 ms here; gate_b is a 2 ms shape (the slower
+  // event time 2.0003 ms: 0.05 x 2.0003 + 0.3 + 2 x 0.3 = 1.0000 ms) to go below without a
+  // negative time.
+  auto two_ms = [&](PerfRow& row, double fresh_wall_minus_wall) {
+    row.cand = worker(2.0, 2.04), row.cand.tree = tree_now();
+    row.base = worker(2.0003, 2.0403), row.base.tree = std::string(64, 'b');
+    row.cand.fresh_wall = 2.04 + fresh_wall_minus_wall;
+  };
+  rows = aa_rows();
+  rows[0].cand.fresh_wall = 0.54 + 0.938;  // +0.9380
+  two_ms(rows[1], 0.008 - 1.005);          // -0.9970
+  rows[2].cand.fresh_wall = 0.54 + 0.928;  // +0.9280: 0.92 ms from the baseline's, inside
+  j = expect_reason(rows, "CLOCK_DISAGREE", {"gate_a", "gate_b"},
+                    "gate_a: (d) fresh inputs vs the rest: wall time on fresh inputs minus wall time is +0.9380 ms "
+                    "for the candidate, +0.0080 ms for the baseline; they differ by 0.9300 ms > tolerance 0.9250 ms");
+  EXPECT_EQ(codes(j), std::vector<std::string>{"CLOCK_DISAGREE"});
+  EXPECT_FALSE(has(detail(j, "CLOCK_DISAGREE"), "event time on fresh inputs")) << detail(j, "CLOCK_DISAGREE");
+  EXPECT_TRUE(scenario(j, "gate_c")["flags"].empty()) << scenario(j, "gate_c")["flags"];
+
+  rows = aa_rows();
+  two_ms(rows[1], 0.008 - 1.005);
+  expect_reason(rows, "CLOCK_DISAGREE", {"gate_b"},
+                "gate_b: (d) fresh inputs vs the rest: wall time on fresh inputs minus wall time is -0.9970 ms for "
+                "the candidate, +0.0080 ms for the baseline; they differ by 1.0050 ms > tolerance 1.0000 ms");
+
+  // Just inside on both clocks, either way.
+  auto inside = aa_rows();
+  inside[0].cand.fresh_event = 0.558, inside[0].cand.fresh_wall = 0.54 + 0.928;  // +0.05 and +0.92
+  two_ms(inside[1], 0.008 - 0.995);                                             // -0.995
+  inside[2].cand.fresh_event = 0.458;                                           // -0.05
+  expect_pass(inside);
+
+  // The fresh calls' wall tolerance takes the wall slack three times: 0.025 + 3 x 0.1.
+  settings("  wall_slack_ms: \"0.1\"\n");
+  expect_reason(inside, "CLOCK_DISAGREE", {"gate_a", "gate_b"},
+                "gate_a: (d) fresh inputs vs the rest: wall time on fresh inputs minus wall time is +0.9280 ms for "
+                "the candidate, +0.0080 ms for the baseline; they differ by 0.9200 ms > tolerance 0.3250 ms");
+
+  // The tolerance of the event-time pairs is a policy: 0.1 x the event time + 0.03 ms lets these through.
+  settings("  clock_tolerance: \"0.1\"\n");
+  expect_pass(disagree);
+  j = report_json();
+  EXPECT_EQ(j["policy"]["clock_tolerance"], 0.1);
+  EXPECT_EQ(j["policy"]["clock_tolerance_source"], "gate.yaml settings.clock_tolerance");
+  EXPECT_EQ(j["policy"]["clock_slack_ms"], 0.03);
+  EXPECT_EQ(j["policy"]["clock_slack_ms_source"], "default");
+  EXPECT_EQ(j["policy"]["wall_slack_ms"], 0.3);
+  EXPECT_EQ(j["policy"]["wall_slack_ms_source"], "default");
+  settings("  clock_slack_ms: \"0.04\"\n");  // 0.025 + 0.04 > 0.06
+  expect_pass(disagree);
+  settings("  clock_slack_ms: \"0.02\"\n");  // 0.025 + 0.02 < 0.06
+  expect_reason(disagree, "CLOCK_DISAGREE", {"gate_a", "gate_b"}, "tolerance 0.0450 ms");
+
+  for (const char* bad : {"-1", "abc", "nan"}) expect_bad_setting("clock_tolerance", bad, "a non-negative number");
+  expect_bad_setting("clock_slack_ms", "1ms", "a non-negative number");
+}
+
+TEST_F(ReportPolicy, ImplausibleBelowThePeakOrTheBandwidthFloor) {
+  ASSERT_EQ(prepare().exit_code, 0);
+  all_passed();
+  // gate_c: only the wall clock less the baseline's overhead is below the floor 0.3100 ms
+  // (0.3403 - 0.04 = 0.3003); the event time (0.32) is above it.
+  auto wall_below = [&](std::vector<PerfRow> rows) {
+    rows[2].flops = 3.0675e11;
+    rows[2].cand = worker(0.32, 0.3403), rows[2].cand.tree = tree_now();
+    rows[2].base = worker(0.32, 0.36);
+    return rows;
+  };
+  auto rows = wall_below(aa_rows());
+  // gate_a: 1.2 TFLOP in 0.5 ms is 2.4 PFLOPS, above the 989.5 TFLOPS peak (floor 1.2127 ms); every
+  // clock agrees, so only the floor can tell.
+  rows[0].flops = 1.2e12;
+  // gate_b: 4.8 GB in 0.5 ms is above 4.8 TB/s (floor 1.0 ms).
+  rows[1].min_bytes = 4.8e9;
+  json j = expect_reason(rows, "IMPLAUSIBLE", {"gate_a", "gate_b", "gate_c"},
+                         "gate_a: the candidate claims event time 0.5000 ms, CUPTI span 0.4970 ms, CUPTI kernel time "
+                         "0.4970 ms, wall time less the baseline's overhead (0.0400 ms) 0.5000 ms: below 1.2127 ms, "
+                         "which no call can beat (1.2e+12 FLOP at the dense peak 989.5 TFLOPS take 1.2127 ms; "
+                         "6.7e+07 bytes at 4.80 TB/s take 0.0140 ms)");
+  EXPECT_EQ(codes(j), std::vector<std::string>{"IMPLAUSIBLE"});
+  EXPECT_NEAR(scenario(j, "gate_b")["floor_ms"].get<double>(), 1.0, 1e-12);
+
+  j = expect_reason(wall_below(aa_rows()), "IMPLAUSIBLE", {"gate_c"},
+                    "gate_c: the candidate claims wall time less the baseline's overhead (0.0400 ms) 0.3003 ms: "
+                    "below 0.3100 ms");
+  EXPECT_EQ(codes(j), std::vector<std::string>{"IMPLAUSIBLE"});
+
+  // What cannot be bounded does not pass.
+  json p = perf_json(aa_rows(), 1.0005, 0.999, 1.002);
+  p.erase("hbm_tbps");
+  p["scenarios"][1].erase("min_bytes");
+  perf(p);
+  EXPECT_EQ(report({{"ATTNGATE_GEOMEAN_TARGET", "0.95"}}).exit_code, 1);
+  j = report_json();
+  EXPECT_EQ(reason(j, "IMPLAUSIBLE")["scenarios"], json::array({"gate_a", "gate_b", "gate_c"}));
+  EXPECT_TRUE(has(detail(j, "IMPLAUSIBLE"), "gate_a: cannot be judged: the comparison has no hbm_tbps;"))
+      << detail(j, "IMPLAUSIBLE");
+  p = perf_json(aa_rows(), 1.0005, 0.999, 1.002);
+  p["peak_tflops"] = 0;  // the bench's "unknown"
+  perf(p);
+  EXPECT_EQ(report({{"ATTNGATE_GEOMEAN_TARGET", "0.95"}}).exit_code, 1);
+  EXPECT_TRUE(has(detail(report_json(), "IMPLAUSIBLE"), "cannot be judged: the comparison has no peak_tflops"));
+}
+
+TEST_F(ReportPolicy, ForeignKernelsFailPerRolePolicy) {
+  ASSERT_EQ(prepare().exit_code, 0);
+  all_passed();
+  auto rows = aa_rows();
+  rows[0].cand.foreign_kernels = {"_Z20cublasLt_gemm_kernelv", "_Z6splitkv", "_Z4tailv", "_Z5extrav"};
+  rows[1].base.foreign_kernels = {"cudnn_generated_fort_native_sdpa_sm90_flash_fprop"};  // the cuDNN control
+  json j = expect_reason(rows, "FOREIGN_KERNEL", {"gate_a"},
+                         "gate_a: the candidate 'candidate' launched 4 kernel(s) its worker's build-time inventory "
+                         "lacks: _Z20cublasLt_gemm_kernelv, _Z6splitkv, _Z4tailv, ... "
+                         "(settings.candidate_foreign_kernels: fail)");
+  EXPECT_EQ(codes(j), std::vector<std::string>{"FOREIGN_KERNEL"});
+  EXPECT_EQ(scenario(j, "gate_a")["candidate"]["foreign_kernel_names"].size(), 4u);
+
+  settings("  candidate_foreign_kernels: \"allow\"\n  baseline_foreign_kernels: \"fail\"\n");
+  j = expect_reason(rows, "FOREIGN_KERNEL", {"gate_b"}, "gate_b: the baseline 'initial' launched 1 kernel(s)");
+  EXPECT_EQ(j["policy"]["candidate_foreign_kernels"], "allow");
+  EXPECT_EQ(j["policy"]["baseline_foreign_kernels_source"], "gate.yaml settings.baseline_foreign_kernels");
+
+  rows[1].base.foreign_kernels.clear();
+  settings("  baseline_foreign_kernels: \"fail\"\n");  // the candidate's default is fail
+  expect_reason(rows, "FOREIGN_KERNEL", {"gate_a"}, "the candidate 'candidate' launched 4 kernel(s)");
+  settings("  candidate_foreign_kernels: \"allow\"\n");
+  expect_pass(rows);
+
+  expect_bad_setting("candidate_foreign_kernels", "warn", "fail or allow");
+  expect_bad_setting("baseline_foreign_kernels", "FAIL", "fail or allow");
+}
+
+TEST_F(ReportPolicy, AnyMemcpyOrMemsetInTheCandidatesCallFails) {
+  ASSERT_EQ(prepare().exit_code, 0);
+  all_passed();
+  auto rows = aa_rows();
+  rows[0].cand.memcpy = 0.5, rows[0].base.memcpy = 1;  // fewer than the baseline still fails
+  rows[1].cand.memset = 1;
+  rows[2].base.memcpy = 1, rows[2].base.memset = 1;  // the baseline's are not the candidate's
+  json j = expect_reason(rows, "MEMCPY_IN_CALL", {"gate_a"},
+                         "gate_a: 0.50 memcpy per traced call of the candidate (baseline: 1.00)");
+  EXPECT_EQ(codes(j), (std::vector<std::string>{"MEMCPY_IN_CALL", "MEMSET_IN_CALL"}));
+  EXPECT_EQ(reason(j, "MEMSET_IN_CALL")["scenarios"], json::array({"gate_b"}));
+  EXPECT_TRUE(scenario(j, "gate_c")["flags"].empty());
+}
+
+TEST_F(ReportPolicy, NondeterminismHasItsOwnReasonAndPolicy) {
+  ASSERT_EQ(prepare().exit_code, 0);
+  const std::string differs =
+      "not deterministic: a second call on the same inputs (output re-poisoned) differs from the first in 3 of 524288 "
+      "elements of O and 0 of LSE; a kernel must reproduce its output bit for bit (a race, or a call that skips work "
+      "it did before)";
+  failed_with("gate_a", {differs});  // a race or an atomics-order reduction
+  failed_with("gate_b", {"not deterministic: a second call on the same inputs (output re-poisoned) differs from the "
+                         "first in 524288 of 524288 elements of O and 512 of LSE (524288 of them left unwritten: the "
+                         "second call did not write them); a kernel must reproduce its output bit for bit"});
+  failed_with("gate_c", {differs, "O: max abs error 0.41 > 0.0121"});
+  json j = expect_reason(aa_rows(), "NONDETERMINISTIC", {"gate_a"}, "gate_a (outliers: not deterministic: a second call");
+  EXPECT_TRUE(has(detail(j, "NONDETERMINISTIC"), "ATTNGATE_SEED=12345")) << detail(j, "NONDETERMINISTIC");
+  // Skipped work (poison left unwritten) and real errors stay correctness failures.
+  EXPECT_EQ(reason(j, "CORRECTNESS_FAILED")["scenarios"], json::array({"gate_b", "gate_c"}));
+  EXPECT_EQ(scenario(j, "gate_a")["correct"], false);
+  EXPECT_EQ(scenario(j, "gate_a")["nondeterministic"], true);
+  EXPECT_EQ(scenario(j, "gate_a")["flags"], json::array({"NONDETERMINISTIC"}));
+
+  settings("  nondeterminism: \"allow\"\n");
+  EXPECT_EQ(judge(aa_rows()).exit_code, 1);
+  j = report_json();
+  EXPECT_EQ(codes(j), std::vector<std::string>{"CORRECTNESS_FAILED"});
+  EXPECT_EQ(scenario(j, "gate_a")["correct"], true);
+  EXPECT_EQ(scenario(j, "gate_a")["flags"], json::array({"NONDETERMINISTIC"}));  // still shown
+  EXPECT_EQ(j["policy"]["nondeterminism"], "allow");
+  result("gate_b", "passed");
+  result("gate_c", "passed");
+  expect_pass(aa_rows());
+
+  expect_bad_setting("nondeterminism", "sometimes", "fail or allow");
+}
+
+TEST_F(ReportPolicy, CandidateChangedAfterTheWorkerWasBuilt) {
+  ASSERT_EQ(prepare().exit_code, 0);
+  all_passed();
+  auto rows = aa_rows();
+  expect_pass(rows);
+
+  // An edit after the build: the folder no longer hashes to what the worker was built from.
+  sb.set_candidate("// edited while the gate ran\n");
+  json j = expect_reason(rows, "CANDIDATE_CHANGED", json::array(),
+                         "the worker was built from kernels/candidate tree " + rows[0].cand.tree +
+                             ", but kernels/candidate hashes to " + tree_now() +
+                             " now: the candidate changed after it was built");
+  EXPECT_EQ(codes(j), std::vector<std::string>{"CANDIDATE_CHANGED"});
+  EXPECT_EQ(j["provenance"]["candidate_tree_sha256_built"], rows[0].cand.tree);
+  EXPECT_EQ(j["provenance"]["candidate_tree_sha256"], tree_now());
+
+  // Any file of the folder counts, not only candidate.cu.
+  test::write_file(sb.candidate().parent_path() / "tile.cuh", "// helper\n");
+  rows = aa_rows();  // built with it
+  expect_pass(rows);
+  test::write_file(sb.candidate().parent_path() / "tile.cuh", "// helper, edited\n");
+  expect_reason(rows, "CANDIDATE_CHANGED", json::array(), "hashes to " + tree_now() + " now");
+
+  // Scenarios measured with different builds.
+  rows = aa_rows();
+  rows[2].cand.tree = std::string(64, 'c');
+  j = expect_reason(rows, "CANDIDATE_CHANGED", json::array(), "measured with 2 different builds of kernels/candidate");
+  EXPECT_EQ(j["provenance"]["candidate_tree_sha256_built"], nullptr);
 }
 
 }  // namespace

@@ -14,8 +14,12 @@ namespace attngate::hooks::test {
 
 namespace {
 
+// Receipt keys go to a folder of this test process, never to the user's ~/.local/state.
+const TempDir kStateHome;
+
 // git must behave the same on every machine: a fixed identity, no user or system configuration.
 const bool kGitEnvironment = [] {
+  ::setenv("ATTNGATE_STATE_HOME", kStateHome.path().c_str(), 1);
   ::setenv("GIT_AUTHOR_NAME", "attngate test", 1);
   ::setenv("GIT_AUTHOR_EMAIL", "test@attngate.invalid", 1);
   ::setenv("GIT_COMMITTER_NAME", "attngate test", 1);
@@ -93,6 +97,85 @@ void Sandbox::clear_streams() {
   err.str("");
 }
 
+FakeGate::FakeGate(const Sandbox& sb) : build(sb.dir / "build" / "gpu") {
+  const std::string p = project.path().string();
+  write_file(project / "CMakeLists.txt",
+             "cmake_minimum_required(VERSION 3.20)\n"
+             "project(fake_gate NONE)\n"
+             "enable_testing()\n"
+             "add_custom_target(fake_build ALL COMMAND ${CMAKE_COMMAND} -DFAKE=" + p + " -P " + p + "/build.cmake)\n"
+             "add_test(NAME gate.setup COMMAND ${CMAKE_COMMAND} -E touch ${CMAKE_BINARY_DIR}/gate/started)\n"
+             "add_test(NAME gate.fake COMMAND ${CMAKE_COMMAND} -DOUT=${CMAKE_BINARY_DIR}/gate/report.json\n"
+             "         -DFAKE=" + p + " -DCANDIDATE=" + sb.candidate().string() + " -P " + p + "/gate.cmake)\n"
+             "set_tests_properties(gate.setup PROPERTIES LABELS gate)\n"
+             "set_tests_properties(gate.fake PROPERTIES LABELS gate DEPENDS gate.setup)\n");
+  write_file(project / "build.cmake",
+             "if(EXISTS ${FAKE}/fail_build)\n  message(FATAL_ERROR \"build failed\")\nendif()\n");
+  // The test passes iff the prepared report says pass, as the real gate does.
+  // Each ctest run counts itself in `runs`; run N takes report_N.json and edit_candidate_N when present.
+  write_file(project / "gate.cmake",
+             "set(run 0)\n"
+             "if(EXISTS ${FAKE}/runs)\n"
+             "  file(READ ${FAKE}/runs run)\n"
+             "endif()\n"
+             "math(EXPR run \"${run} + 1\")\n"
+             "file(WRITE ${FAKE}/runs \"${run}\")\n"
+             "if(EXISTS ${FAKE}/edit_candidate_${run})\n"
+             "  file(READ ${FAKE}/edit_candidate_${run} e)\n"
+             "  file(WRITE ${CANDIDATE} \"${e}\")\n"
+             "endif()\n"
+             "set(report ${FAKE}/next_report.json)\n"
+             "if(EXISTS ${FAKE}/report_${run}.json)\n"
+             "  set(report ${FAKE}/report_${run}.json)\n"
+             "endif()\n"
+             "if(EXISTS ${FAKE}/edit_candidate)\n"
+             "  file(READ ${FAKE}/edit_candidate e)\n"
+             "  file(WRITE ${CANDIDATE} \"${e}\")\n"
+             "endif()\n"
+             "if(EXISTS ${FAKE}/hold)\n"
+             "  file(TOUCH ${FAKE}/entered)\n"
+             "  foreach(i RANGE 1200)\n"
+             "    if(EXISTS ${FAKE}/release)\n"
+             "      break()\n"
+             "    endif()\n"
+             "    execute_process(COMMAND ${CMAKE_COMMAND} -E sleep 0.05)\n"
+             "  endforeach()\n"
+             "endif()\n"
+             "if(EXISTS ${report})\n"
+             "  file(READ ${report} r)\n"
+             "  file(WRITE ${OUT} \"${r}\")\n"
+             "  if(NOT r MATCHES \"\\\"verdict\\\": \\\"pass\\\"\")\n"
+             "    message(FATAL_ERROR \"gate failed\")\n"
+             "  endif()\n"
+             "else()\n"
+             "  message(FATAL_ERROR \"no device\")\n"
+             "endif()\n");
+  auto r = run_process({"cmake", "-S", p, "-B", build.string()});
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+}
+
+void FakeGate::next_report(const nlohmann::json& report) const {
+  write_report(project / "next_report.json", report);
+  fs::remove(project / "runs");
+  fs::remove(project / "report_2.json");
+}
+
+void FakeGate::then_report(const nlohmann::json& report) const { write_report(project / "report_2.json", report); }
+
+int FakeGate::ctest_runs() const {
+  auto text = slurp(project / "runs");
+  return text.empty() ? 0 : std::stoi(text);
+}
+
+void FakeGate::no_report() const { fs::remove(project / "next_report.json"); }
+
+GateOptions FakeGate::options() const {
+  GateOptions o;
+  o.build_dir = build;
+  o.quiet = true;
+  return o;
+}
+
 nlohmann::json report_json(const std::string& verdict, double geomean, double ci_low, double ci_high,
                            std::vector<ScenarioSpec> scenarios, std::vector<std::string> reason_codes) {
   using nlohmann::json;
@@ -104,7 +187,7 @@ nlohmann::json report_json(const std::string& verdict, double geomean, double ci
              {{"speedup", geomean}, {"ci_low", ci_low}, {"ci_high", ci_high}, {"kernel_speedup", geomean},
               {"wall_speedup", geomean}}},
             {"scenarios", json::array()},
-            {"provenance", {{"gpu", "NVIDIA H200"}, {"attngate_commit", "abc123"}}},
+            {"provenance", {{"gpu", "NVIDIA H200"}}},
             {"wall_s", 48.2}};
   for (const auto& code : reason_codes) j["reasons"].push_back({{"code", code}, {"scenarios", {"gate_a"}}, {"detail", "synthetic"}});
   for (const auto& s : scenarios) {

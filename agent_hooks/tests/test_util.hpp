@@ -62,6 +62,28 @@ struct ScenarioSpec {
   std::vector<std::string> flags;
 };
 
+// A stand-in for the GPU gate: a CMake project (in its own folder, outside the repository) configured
+// into <sandbox>/build/gpu, whose `gate` tests write the start marker (as the real gate.setup does)
+// and copy the prepared report into <build>/gate/report.json, failing unless it says pass (no
+// prepared report: no report, as after a crash). Switches, each a file in the project folder:
+// edit_candidate (copied over the candidate during ctest: an edit made while the gate runs), hold
+// (the test touches `entered` and waits for `release`), fail_build (the build fails),
+// edit_candidate_N (copied over the candidate during the Nth ctest run since next_report).
+struct FakeGate {
+  TempDir project;
+  fs::path build;
+  explicit FakeGate(const Sandbox& sb);
+  // The report of every ctest run from now on; also restarts the count of ctest runs.
+  void next_report(const nlohmann::json& report) const;
+  // The report of the second ctest run since next_report (a gate's re-run), instead of next_report's.
+  void then_report(const nlohmann::json& report) const;
+  int ctest_runs() const;  // ctest runs of the gate since next_report
+  void no_report() const;
+  void set(const std::string& name, const std::string& text = "") const { write_file(project / name, text); }
+  void unset(const std::string& name) const { fs::remove(project / name); }
+  GateOptions options() const;  // --build-dir build --quiet
+};
+
 nlohmann::json report_json(const std::string& verdict, double geomean, double ci_low, double ci_high,
                            std::vector<ScenarioSpec> scenarios = {{"gate_a"}, {"gate_b"}},
                            std::vector<std::string> reason_codes = {});

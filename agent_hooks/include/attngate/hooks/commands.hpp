@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "attngate/hooks/gate_report.hpp"
+#include "attngate/hooks/git.hpp"
 #include "attngate/hooks/lineage.hpp"
 #include "attngate/hooks/report.hpp"
 
@@ -17,6 +18,9 @@ inline constexpr int kExitPass = 0;     // gate/record: pass; commit: committed;
 inline constexpr int kExitFail = 1;     // gate/record: fail; commit: refused
 inline constexpr int kExitError = 2;    // usage or configuration error, unreadable input
 inline constexpr int kExitRefuse = 2;   // stop-hook: refuse the stop (what Claude Code expects)
+// gate: this machine or build cannot run the gate (no configured build, no cmake/ctest, the build
+// folder's lock held by another gate, no GPU); nothing is recorded, since nothing was evaluated.
+inline constexpr int kExitEnvironment = 3;
 
 struct Context {
   std::filesystem::path repo;                      // repository root
@@ -33,6 +37,9 @@ struct Context {
 Context default_context(std::ostream& out, std::ostream& err);
 std::filesystem::path default_hooks_dir(const std::filesystem::path& repo);
 std::filesystem::path state_dir(const Context& ctx);  // <lineage's folder>, holds versions/
+// The candidate's folder (the candidate source's parent, kernels/candidate/): what the tree hash
+// covers and what `attngate commit` commits.
+std::filesystem::path candidate_dir(const Context& ctx);
 
 struct GateOptions {
   std::filesystem::path build_dir;       // default <repo>/build/gpu
@@ -49,6 +56,16 @@ struct EvaluationInput {
   std::string session;
   std::optional<int> build_exit, ctest_exit;
   std::vector<std::string> agent_triggers_on_fail;  // e.g. "done" from the stop hook
+  // Set by a gate run before it builds, so the record names what was built and measured; left
+  // empty, evaluate() reads the candidate and git as they are now.
+  std::optional<std::string> candidate_source;
+  std::string candidate_tree_sha256;
+  std::optional<GitState> git;
+  std::string report_sha256;          // of report.json's bytes as the gate read them
+  // Set only by a gate run's re-run of a suspicious gain (README: Confirming a suspicious gain);
+  // a report's own "suspicious_confirmed" is not read.
+  bool suspicious_confirmed = false;
+  std::optional<std::string> receipt_key;  // gate runs: sign the record (receipt.hpp)
 };
 
 struct Evaluation {
@@ -60,9 +77,12 @@ struct Evaluation {
 Evaluation evaluate(const Context& ctx, const EvaluationInput& input);
 std::string format_verdict(const Context& ctx, const Evaluation& e);
 
+// 0 pass, 1 fail, 3 environment failure (not recorded).
 int cmd_gate(const Context& ctx, const GateOptions& options);
 int cmd_record(const Context& ctx, const std::filesystem::path& report);
 int cmd_history(const Context& ctx);
+// Commits the candidate folder if the latest evaluation is a signed, passing gate run of this tree
+// at this HEAD on this machine (README: Committing). 0 committed, 1 refused, 2 error.
 int cmd_commit(const Context& ctx);
 int cmd_ask(const Context& ctx, const std::string& trigger, const std::optional<std::filesystem::path>& report);
 // `attngate report`: judges the outcomes of a gate run and writes report.json/report.md (or, with

@@ -24,9 +24,25 @@ inline constexpr double kMismatchRatio = 1.5;        // clock / kernel time of t
 inline constexpr double kMismatchExcessShare = 0.2;  // and its excess over the baseline's above this x kernel time
 inline constexpr double kMismatchExcessMinMs = 0.025;  // ... and above 25 µs
 
+// Defaults of the gate suite's policy settings (README: "Setting targets"); each is overridden by
+// settings.<name> of the suite file and recorded in report.json's `policy` with its source.
+inline constexpr const char* kDefaultClockTolerance = "0.05";  // CLOCK_DISAGREE: share of the slower event time
+inline constexpr const char* kDefaultClockSlackMs = "0.03";    // ... plus this many ms (event-time pairs)
+inline constexpr const char* kDefaultWallSlackMs = "0.3";      // ... or this many (the judge's wall clock)
+inline constexpr const char* kDefaultCandidateForeignKernels = "fail";  // FOREIGN_KERNEL for the candidate
+inline constexpr const char* kDefaultBaselineForeignKernels = "allow";  // ... for the baseline (cuDNN is honest)
+inline constexpr const char* kDefaultNondeterminism = "fail";           // NONDETERMINISTIC
+// The verifier's reason prefix for a repeated call that differs (verify/verify_case.hpp), and the
+// phrase it adds when the second call left poisoned elements unwritten (skipped work, not a race).
+inline constexpr const char* kNotDeterministicPrefix = "not deterministic:";
+inline constexpr const char* kLeftUnwrittenPhrase = "left unwritten";
+
 struct ReportInputs {
   std::filesystem::path repo;       // the checkout judged: commit, harness, candidate
   std::filesystem::path candidate;  // source whose SHA-256 is recorded
+  // The folder whose tree hash (candidate_tree.hpp) is compared with the one built into the worker
+  // (CANDIDATE_CHANGED); empty: the candidate source's folder (kernels/candidate).
+  std::filesystem::path candidate_tree;
   std::string suite = "gate";
   std::filesystem::path scenarios_dir;
   std::string kernel;    // empty: settings.candidate_kernel, else "candidate"
@@ -46,8 +62,9 @@ struct GateReportOutput {
   bool pass = false;
 };
 
-// Reads the environment (ATTNGATE_GEOMEAN_TARGET, ATTNGATE_SCENARIO_FLOOR) and the files; throws
-// ReportConfigError for a configuration that cannot be judged.
+// Reads the environment (ATTNGATE_GEOMEAN_TARGET, ATTNGATE_SCENARIO_FLOOR), the suite's settings
+// (targets and policy) and the files; throws ReportConfigError for a configuration that cannot be
+// judged (a bad target or policy setting, an unknown suite).
 GateReportOutput build_gate_report(const ReportInputs& in);
 
 // report.json and report.md in out_dir, each through a rename.

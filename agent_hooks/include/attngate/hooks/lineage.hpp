@@ -34,14 +34,23 @@ struct ChurnFigure {
   double share() const { return added ? static_cast<double>(readded) / static_cast<double>(added) : 0.0; }
 };
 
+// What `attngate gate` signs with the machine's key (see receipt.hpp), so `attngate commit` can tell
+// its records from hand-written ones.
+struct Receipt {
+  std::string machine_id;
+  std::string report_sha256;  // of report.json's bytes as the gate read them; empty when it had none
+  std::string hmac_sha256;
+};
+
 struct Record {
   std::string type = "evaluation";  // or "ask"
   int version = 0;                  // evaluations: 1 + earlier evaluations; asks: the version asked about
   std::string time;                 // ISO 8601, UTC
   std::string source;               // gate | record | stop_hook | ask
   std::string session;              // the agent session (stop hook), when known
-  std::string candidate_sha256;
-  std::string git_commit;
+  std::string candidate_sha256;       // candidate.cu's bytes (churn, versions store)
+  std::string candidate_tree_sha256;  // the whole candidate folder (candidate_tree.hpp), before the build
+  std::string git_commit;             // HEAD (for a gate run: when it started)
   bool git_dirty = false;
   bool candidate_dirty = false;
   std::string verdict;
@@ -56,6 +65,8 @@ struct Record {
   std::vector<QuestionRef> questions;
   std::string report;
   std::optional<int> build_exit, ctest_exit;
+  bool suspicious_confirmed = false;  // the report's re-measurement confirmed a suspicious gain
+  std::optional<Receipt> receipt;     // gate runs only
 
   bool is_evaluation() const { return type == "evaluation"; }
 };

@@ -28,4 +28,7 @@ struct RunResult {
 
 RunResult run_process(const std::vector<std::string>& argv, const RunOptions& options = {});
 
+// Whether `name` is an executable found through PATH, as run_process would find it.
+bool on_path(const std::string& name);
+
 }  // namespace attngate::hooks

@@ -1,5 +1,7 @@
 #pragma once
-// SHA-256, so a candidate version is named by its source bytes (FIPS 180-4).
+// SHA-256, so a candidate version is named by its source bytes (FIPS 180-4), and HMAC-SHA256
+// (RFC 2104), so a gate run's receipt can be checked by `attngate commit`.
+#include <array>
 #include <filesystem>
 #include <optional>
 #include <string>
@@ -7,7 +9,12 @@
 
 namespace attngate::hooks {
 
+using Sha256Digest = std::array<unsigned char, 32>;
+
+Sha256Digest sha256_digest(std::string_view data);
 std::string sha256_hex(std::string_view data);
+std::string hmac_sha256_hex(std::string_view key, std::string_view message);
+std::string to_hex(std::string_view bytes);  // lowercase
 // nullopt when the file cannot be read.
 std::optional<std::string> sha256_file(const std::filesystem::path& file);
 std::optional<std::string> read_file(const std::filesystem::path& file);
