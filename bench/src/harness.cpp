@@ -164,6 +164,7 @@ Harness::CallTimes Harness::remote_call(Contestant& c, verify::Problem& p, bool 
                              std::to_string(unwritten) + " elements of O and LSE still held the NaN poison when the "
                              "worker said the call was done (a timed call that skipped work, or left it running)");
   if (traced && r.has_trace) c.remote_traces.push_back(from_wire(r.trace, call_id));
+  if (!r.stream_state.empty() && c.series.stream_state_changes++ == 0) c.series.stream_state = r.stream_state;
   last_event_ms_ = r.event_ms;
   CallTimes out;
   out.event_ms = r.event_ms;

@@ -308,7 +308,7 @@ TimedResult timed_call(RemoteKernel& k, const AttnParams& p, cudaStream_t judge_
   if (e != cudaSuccess)
     throw std::runtime_error("kernel '" + k.name + "' failed to launch: " + cudaGetErrorString(e) + " (" +
                              cudaGetErrorName(e) + ")" + (reply.error.empty() ? "" : ": " + reply.error));
-  return {reply.event_ms, reply.held_timeout, reply.has_trace, reply.trace};
+  return {reply.event_ms, reply.held_timeout, reply.has_trace, reply.trace, reply.stream_state};
 }
 
 int64_t worker_pid(const RemoteKernel& k) { return k.worker->pid(); }

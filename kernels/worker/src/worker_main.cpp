@@ -143,12 +143,32 @@ class Worker {
                      t.streams, t.kernel_names};
       }
     }
+    out.stream_state = undo_stream_state();
     float ms = 0;
     WORKER_CUDA(cudaEventElapsedTime(&ms, start_, stop_));
     out.event_ms = ms;
     out.held_timeout = hold_.last_timed_out();
     out.ok = (e == cudaSuccess);
     return out;
+  }
+
+  // A persisting-L2 window on the stream or a set-aside on the device keeps data in L2 across the
+  // judge's flush: described for the judge, then removed, with every persisting line reset.
+  std::string undo_stream_state() {
+    cudaStreamAttrValue attr{};
+    WORKER_CUDA(cudaStreamGetAttribute(stream_, cudaStreamAttributeAccessPolicyWindow, &attr));
+    size_t limit = 0;
+    WORKER_CUDA(cudaDeviceGetLimit(&limit, cudaLimitPersistingL2CacheSize));
+    std::string what;
+    if (attr.accessPolicyWindow.num_bytes > 0)
+      what = "an access policy window of " + std::to_string(attr.accessPolicyWindow.num_bytes) + " bytes on the stream";
+    if (limit > 0) what += (what.empty() ? "" : " and ") + std::string("a persisting-L2 set-aside of ") + std::to_string(limit) + " bytes";
+    if (what.empty()) return what;
+    cudaStreamAttrValue none{};
+    WORKER_CUDA(cudaStreamSetAttribute(stream_, cudaStreamAttributeAccessPolicyWindow, &none));
+    WORKER_CUDA(cudaDeviceSetLimit(cudaLimitPersistingL2CacheSize, 0));
+    WORKER_CUDA(cudaCtxResetPersistingL2Cache());
+    return what;
   }
 
   Reply release(const Request& r) {

@@ -27,6 +27,7 @@ struct TimedResult {
   bool held_timeout = false;
   bool has_trace = false;
   worker::WireTrace trace;  // CUPTI in the worker, when traced
+  std::string stream_state; // what the call left on the worker's stream or device (undone), "" if nothing
 };
 
 class RemoteKernel;

@@ -84,9 +84,12 @@ struct Reply {
   bool held_timeout = false;
   bool has_trace = false;
   WireTrace trace;
+  // What the call left on the worker's stream or device that could help the next call (a
+  // persisting-L2 window or set-aside), in words; the worker undoes it. "" when nothing.
+  std::string stream_state;
 };
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(Reply, ok, error, cuda_status, unsupported_reason, protocol, pid,
                                                 worker, kernel_tree_sha256, kernels, event_ms, held_timeout,
-                                                has_trace, trace)
+                                                has_trace, trace, stream_state)
 
 }  // namespace attngate::worker
