@@ -244,7 +244,7 @@ std::string join(const std::vector<std::string>& v) {
 std::vector<std::string> worker_args(const std::filesystem::path& dir, const std::vector<std::string>& kernels) {
   std::vector<std::string> out;
   for (const auto& k : kernels) {
-    const std::string lib = k.rfind("cheat_", 0) == 0 ? "adversarial" : k;
+    const std::string lib = k.rfind("cheat_", 0) == 0 || k.rfind("control_", 0) == 0 ? "adversarial" : k;
     const std::string arg = "--worker=" + (dir / ("attngate_worker_" + lib)).string();
     if (std::find(out.begin(), out.end(), arg) == out.end()) out.push_back(arg);
   }

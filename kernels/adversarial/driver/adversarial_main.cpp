@@ -6,9 +6,13 @@
 // it prints "attngate-adversarial: SKIPPED: ..." and CTest reports a skip, never a pass.
 //
 //   attngate_adversarial --cheat=NAME --catalogue=FILE --scenarios=DIR --verify=EXE --bench=EXE
-//                        --work-dir=DIR [--sanitizer=EXE]
+//                        --work-dir=DIR [--sanitizer=EXE --sanitize-verify=EXE]
+//                        [--workers=DIR --attngate=EXE --source-dir=DIR]
+//       With --workers, --verify and --bench are the judge builds and every kernel runs in its worker
+//       (kernels/worker); with --attngate too, a gate stage runs the whole adversarial suite through
+//       the judge and `attngate report` and checks the report's reason codes against gate_code.
 //   attngate_adversarial --check-catalogue --catalogue=FILE --scenarios=DIR --expect-tests=A,B,...
-//       (CPU: the catalogue names every registered cheat_* kernel, each entry is well formed and
+//       (CPU: the catalogue names every registered cheat_*/control_* kernel, each entry is well formed and
 //        uses scenarios the kernel supports, and CMake registered one test per entry)
 //   --no-device-check runs without a GPU; only the driver's own test uses it, with fake tools.
 #include <fcntl.h>
@@ -65,7 +69,10 @@ struct SanitizerExpect {
   std::string tool, scenario, expect;  // expect: errors | clean
 };
 struct Entry {
-  std::string name, does, gate_code;
+  std::string name, does, gate_code;  // gate_code: PASS, or codes the report must give ("A|B": either)
+  std::optional<double> gate_max_speedup;  // PASS entries: the geomean may not exceed this
+  std::vector<std::string> gate_ignore;    // codes the gate stage leaves out (a slow control's speed)
+  bool optional = false;                   // a kernel not every build has (cudnn): no test without it
   std::optional<VerifyExpect> verify;
   std::optional<BenchExpect> bench;
   std::optional<SanitizerExpect> sanitizer;
@@ -97,11 +104,16 @@ std::vector<Entry> load_catalogue(const fs::path& file) {
   only_keys(root, {"cheats"}, "the top level");
   std::vector<Entry> out;
   for (const YAML::Node& c : root["cheats"]) {
-    only_keys(c, {"name", "does", "gate_code", "verify", "bench", "sanitizer"}, "an entry");
+    only_keys(c, {"name", "does", "gate_code", "gate_max_speedup", "gate_ignore", "optional", "verify", "bench",
+                  "sanitizer"},
+              "an entry");
     Entry e;
     e.name = c["name"].as<std::string>();
     e.does = c["does"] ? c["does"].as<std::string>() : "";
     e.gate_code = c["gate_code"] ? c["gate_code"].as<std::string>() : "";
+    if (c["gate_max_speedup"]) e.gate_max_speedup = c["gate_max_speedup"].as<double>();
+    e.gate_ignore = strings(c["gate_ignore"]);
+    e.optional = c["optional"] && c["optional"].as<bool>();
     if (const YAML::Node v = c["verify"]) {
       only_keys(v, {"expect", "fail", "pass", "reasons", "timeout_s"}, e.name + ".verify");
       VerifyExpect x;
@@ -213,7 +225,31 @@ bool contains_any(const std::string& text, const std::vector<std::string>& needl
 
 struct Paths {
   fs::path catalogue, scenarios, verify, bench, sanitizer, work;
+  fs::path sanitize_verify;        // the in-process verify binary compute-sanitizer runs (default: verify)
+  fs::path workers, attngate, source;  // the isolated judge: worker folder, the report tool, the repository
 };
+
+// The judge's --worker arguments for a kernel and the baseline: planted cheats live in the
+// adversarial library's worker, every other kernel in the worker named after it.
+std::vector<std::string> worker_args(const Paths& p, const std::string& kernel) {
+  if (p.workers.empty()) return {};
+  std::vector<std::string> out;
+  for (const std::string& k : {kernel, std::string("initial")}) {
+    const std::string lib = k.rfind("cheat_", 0) == 0 || k.rfind("control_", 0) == 0 ? "adversarial" : k;
+    const std::string arg = "--worker=" + (p.workers / ("attngate_worker_" + lib)).string();
+    if (std::find(out.begin(), out.end(), arg) == out.end()) out.push_back(arg);
+  }
+  return out;
+}
+
+// argv of a judge binary: the executable, the workers, the rest.
+std::vector<std::string> judge_argv(const Paths& p, const fs::path& exe, const std::string& kernel,
+                                    std::vector<std::string> rest) {
+  std::vector<std::string> argv = {exe.string()};
+  for (auto& w : worker_args(p, kernel)) argv.push_back(std::move(w));
+  for (auto& a : rest) argv.push_back(std::move(a));
+  return argv;
+}
 
 class Checker {
  public:
@@ -224,6 +260,7 @@ class Checker {
     if (e_.verify) check_verify(*e_.verify);
     if (e_.bench) check_bench(*e_.bench);
     if (e_.sanitizer) check_sanitizer(*e_.sanitizer);
+    if (!p_.attngate.empty() && !(e_.verify && e_.verify->expect == "timeout")) check_gate();
     std::cout << "\n";
     for (const auto& line : caught_) std::cout << "  ok: " << line << "\n";
     for (const auto& line : notes_) std::cout << "  note: " << line << "\n";
@@ -269,8 +306,9 @@ class Checker {
     scenarios.insert(scenarios.end(), v.pass.begin(), v.pass.end());
     std::string filter;
     for (const auto& s : scenarios) filter += (filter.empty() ? "" : ":") + e_.name + "." + s;
-    const Child c = run_child({p_.verify.string(), "--gtest_filter=" + filter, "--scenarios=" + p_.scenarios.string(),
-                               "--results-dir=" + results.string()},
+    const Child c = run_child(judge_argv(p_, p_.verify, e_.name,
+                                         {"--gtest_filter=" + filter, "--scenarios=" + p_.scenarios.string(),
+                                          "--results-dir=" + results.string()}),
                               p_.work / "verify.log", v.timeout_s);
     const std::string what = "verify (" + c.status() + ")";
 
@@ -364,10 +402,11 @@ class Checker {
     fs::remove(perf);
     fs::remove(gb);
     const std::string bench_name = e_.name + "_vs_initial/" + b.scenario;
-    const Child c = run_child({p_.bench.string(), "--scenarios=" + p_.scenarios.string(), "--suite=adversarial",
-                               "--compare=" + e_.name + ",initial", "--compare_out=" + perf.string(),
-                               "--benchmark_filter=^" + bench_name, "--benchmark_out=" + gb.string(),
-                               "--benchmark_out_format=json", "--time-cap-s=0.3"},
+    const Child c = run_child(judge_argv(p_, p_.bench, e_.name,
+                                         {"--scenarios=" + p_.scenarios.string(), "--suite=adversarial",
+                                          "--compare=" + e_.name + ",initial", "--compare_out=" + perf.string(),
+                                          "--benchmark_filter=^" + bench_name, "--benchmark_out=" + gb.string(),
+                                          "--benchmark_out_format=json", "--time-cap-s=0.3"}),
                               p_.work / "bench.log", 600);
     const std::string what = "bench (" + c.status() + ")";
     if (c.timed_out || c.signal) {
@@ -455,7 +494,8 @@ class Checker {
                        ") on " + s.scenario + " was not checked");
       return;
     }
-    const Child c = run_child({p_.sanitizer.string(), "--tool", s.tool, "--error-exitcode", "1", p_.verify.string(),
+    const fs::path verify = p_.sanitize_verify.empty() ? p_.verify : p_.sanitize_verify;
+    const Child c = run_child({p_.sanitizer.string(), "--tool", s.tool, "--error-exitcode", "1", verify.string(),
                                "--gtest_filter=" + e_.name + "." + s.scenario, "--scenarios=" + p_.scenarios.string()},
                               p_.work / ("sanitizer_" + s.tool + ".log"), 1200);
     const std::string what = s.tool + " (" + c.status() + ")";
@@ -478,6 +518,67 @@ class Checker {
     }
   }
 
+  // The gate on the whole adversarial suite, as `ctest -L gate` runs it on the gate suite: the judge
+  // verifies every scenario and times every scenario against `initial`, kernels in their workers,
+  // then `attngate report` judges; its reason codes must include gate_code (PASS: a pass).
+  void check_gate() {
+    const fs::path dir = p_.work / "gate";
+    fs::remove_all(dir);
+    fs::create_directories(dir / "results");
+    const fs::path marker = dir / "started", perf = dir / "performance.json";
+    std::ofstream(marker) << "adversarial gate stage\n";
+    run_child(judge_argv(p_, p_.verify, e_.name,
+                         {"--gtest_filter=" + e_.name + ".*", "--scenarios=" + p_.scenarios.string(),
+                          "--results-dir=" + (dir / "results").string()}),
+              dir / "verify.log", 600);
+    run_child(judge_argv(p_, p_.bench, e_.name,
+                         {"--scenarios=" + p_.scenarios.string(), "--suite=adversarial",
+                          "--compare=" + e_.name + ",initial", "--compare_out=" + perf.string(), "--time-cap-s=0.2"}),
+              dir / "bench.log", 600);
+    const Child r = run_child({p_.attngate.string(), "report", "--repo=" + p_.source.string(), "--suite=adversarial",
+                               "--scenarios=" + p_.scenarios.string(), "--kernel=" + e_.name, "--baseline=initial",
+                               "--results-dir=" + (dir / "results").string(), "--perf=" + perf.string(),
+                               "--out-dir=" + dir.string(), "--started-after=" + marker.string()},
+                              dir / "report.log", 300);
+    json report;
+    try {
+      report = json::parse(read_file(dir / "report.json"));
+    } catch (const std::exception& ex) {
+      fail("gate: no readable report (" + r.status() + "): " + ex.what() + "\n" + tail(r.output));
+      return;
+    }
+    // The harness check is about the repository, not the kernel: a working tree with uncommitted
+    // changes would fail every entry alike, so it is left out here (the real gate keeps it).
+    std::set<std::string> codes;
+    for (const auto& x : report.value("reasons", json::array())) {
+      const std::string code = x.value("code", "");
+      const bool ignored = std::find(e_.gate_ignore.begin(), e_.gate_ignore.end(), code) != e_.gate_ignore.end();
+      if (code != "HARNESS_MODIFIED" && code != "HARNESS_UNVERIFIED" && !ignored) codes.insert(code);
+    }
+    std::string got;
+    for (const auto& c : codes) got += (got.empty() ? "" : ", ") + c;
+    const double speedup = report.value("geomean", json::object()).value("speedup", 0.0);
+    if (e_.gate_code == "PASS") {
+      if (!codes.empty()) fail("gate: an honest kernel must pass, the report says " + got + first_detail(report));
+      else caught_.push_back("gate: pass, geomean " + std::to_string(speedup) + "x");
+      if (e_.gate_max_speedup && speedup > *e_.gate_max_speedup)
+        fail("gate: geomean " + std::to_string(speedup) + "x above " + std::to_string(*e_.gate_max_speedup));
+      return;
+    }
+    std::stringstream alternatives(e_.gate_code);
+    std::vector<std::string> matched;
+    for (std::string code; std::getline(alternatives, code, '|');)
+      if (codes.count(code)) matched.push_back(code);
+    if (matched.empty()) fail("gate: expected " + e_.gate_code + ", the report says " + (got.empty() ? "pass" : got) + first_detail(report));
+    else caught_.push_back("gate: " + matched.front() + " (all codes: " + got + ")" + first_detail(report, matched.front()));
+  }
+
+  static std::string first_detail(const json& report, const std::string& code = "") {
+    for (const auto& x : report.value("reasons", json::array()))
+      if (code.empty() || x.value("code", "") == code) return "; " + x.value("detail", "");
+    return "";
+  }
+
   const Entry& e_;
   const Paths& p_;
   std::vector<std::string> caught_, notes_, failures_;
@@ -497,6 +598,10 @@ int check_catalogue(const std::vector<Entry>& cat, const fs::path& scenario_dir,
   for (const Entry& e : cat) {
     if (!names.insert(e.name).second) problems.push_back(e.name + ": listed twice");
     const attngate::KernelInfo* k = reg.find(e.name);
+    if (!k && e.optional) {
+      names.erase(e.name);  // not built here: CMake registers no test for it either
+      continue;
+    }
     if (!k) {
       problems.push_back(e.name + ": no registered kernel of that name");
       continue;
@@ -542,7 +647,7 @@ int check_catalogue(const std::vector<Entry>& cat, const fs::path& scenario_dir,
   }
   int cheats = 0;
   for (const attngate::KernelInfo* k : reg.all()) {
-    if (k->name.rfind("cheat_", 0) != 0) continue;
+    if (k->name.rfind("cheat_", 0) != 0 && k->name.rfind("control_", 0) != 0) continue;
     ++cheats;
     if (!names.count(k->name)) problems.push_back(k->name + ": registered but not in the catalogue");
   }
@@ -557,7 +662,7 @@ int check_catalogue(const std::vector<Entry>& cat, const fs::path& scenario_dir,
       if (!names.count(t)) problems.push_back(t + ": CMake registers adversarial." + t + " but the catalogue lacks it");
   }
   for (const auto& p : problems) std::cout << "FAIL: " << p << "\n";
-  std::cout << cat.size() << " catalogue entries, " << cheats << " registered cheat_* kernels, " << scenarios.size()
+  std::cout << cat.size() << " catalogue entries, " << cheats << " registered cheat_*/control_* kernels, " << scenarios.size()
             << " adversarial scenarios: " << (problems.empty() ? "consistent" : "inconsistent") << "\n";
   return problems.empty() ? 0 : 1;
 }
@@ -599,6 +704,10 @@ int main(int argc, char** argv) {
     else if (auto v = value("--verify")) p.verify = *v;
     else if (auto v = value("--bench")) p.bench = *v;
     else if (auto v = value("--sanitizer")) p.sanitizer = *v;
+    else if (auto v = value("--sanitize-verify")) p.sanitize_verify = *v;
+    else if (auto v = value("--workers")) p.workers = *v;
+    else if (auto v = value("--attngate")) p.attngate = *v;
+    else if (auto v = value("--source-dir")) p.source = *v;
     else if (auto v = value("--work-dir")) p.work = *v;
     else if (auto v = value("--expect-tests")) expect_tests = *v;
     else {

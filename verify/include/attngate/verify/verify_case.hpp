@@ -25,7 +25,10 @@ inline constexpr double kReferenceAgreement = 1e-4;
 // (kernels/adversarial/scenarios/adversarial.yaml), where the `adversarial` tests run them, and a
 // suite whose settings name them (a gate run on a cheat: `candidate_kernel: cheat_no_causal_mask`).
 inline constexpr const char* kAdversarialSuite = "adversarial";
-inline bool is_planted_cheat(const KernelInfo& k) { return k.name.rfind("cheat_", 0) == 0; }
+// Controls built beside them (`control_*`, kernels/adversarial/control_*.cu) follow the same rule.
+inline bool is_planted_cheat(const KernelInfo& k) {
+  return k.name.rfind("cheat_", 0) == 0 || k.name.rfind("control_", 0) == 0;
+}
 // Whether the generated tests of `suite` include kernel k (the planted-cheat rule only).
 inline bool planted_cheat_allowed(const KernelInfo& k, const Suite& suite) {
   if (!is_planted_cheat(k) || suite.name == kAdversarialSuite) return true;
