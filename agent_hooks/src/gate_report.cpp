@@ -357,7 +357,7 @@ struct Plausibility {
   std::optional<double> floor_ms;
 };
 
-Plausibility plausibility(const json& P, const json& ps, const json& c, const json& b) {
+Plausibility plausibility(const json& P, const json& ps, const json& c, const json& b, double wall_slack_ms) {
   const auto peak = num(P, "peak_tflops"), hbm = num(P, "hbm_tbps"), flops = num(ps, "flops"),
              bytes = num(ps, "min_bytes"), ec = num(c, "event_ms");
   std::vector<std::string> missing;
@@ -378,8 +378,12 @@ Plausibility plausibility(const json& P, const json& ps, const json& c, const js
   claim("event time", *ec);
   if (auto v = num(c, "span_ms"); v && *v > 0) claim("CUPTI span", *v);
   if (auto v = num(c, "kernel_ms"); v && *v > 0) claim("CUPTI kernel time", *v);
+  // The judge's wall clock less the baseline's round trip, given the round trip's noise (wall_slack_ms):
+  // on a tiny shape the difference alone can be below zero for an honest kernel.
   if (auto wc = num(c, "wall_ms"), wb = num(b, "wall_ms"), eb = num(b, "event_ms"); wc && wb && eb)
-    claim("wall time less the baseline's overhead (" + fmt("%.4f", *wb - *eb) + " ms)", *wc - (*wb - *eb));
+    claim("wall time less the baseline's overhead (" + fmt("%.4f", *wb - *eb) + " ms) plus the wall slack (" +
+              fmt("%.2f", wall_slack_ms) + " ms)",
+          *wc - (*wb - *eb) + wall_slack_ms);
   if (below.empty()) return {false, "", floor_ms};
   return {true, "the candidate claims " + join(below, ", ") + ": below " + fmt("%.4f", floor_ms) +
                     " ms, which no call can beat (" + fmt("%.4g", *flops) + " FLOP at the dense peak " +
@@ -688,6 +692,7 @@ GateReportOutput build_gate_report(const ReportInputs& in) {
   std::optional<json> perf;
   bool perf_complete = false;
   std::set<std::string> built_trees;  // kernel_tree_sha256 of the candidate's worker, per row
+  std::string built_tree_dir;         // the folder that worker hashed, relative to the repository
   if (!fs::exists(in.perf)) {
     auto [code, detail] = missing("gate.performance", in.perf_timeout_s, "no " + in.perf.string());
     reasons.add(code == "TEST_TIMEOUT" ? code : "NO_PERF", "", detail);
@@ -732,6 +737,8 @@ GateReportOutput build_gate_report(const ReportInputs& in) {
       const json base = timing_json(ps.value("base_timing", json::object()));
       if (auto tree = str(ps.value("kernel_timing", json::object()), "kernel_tree_sha256"); !tree.empty())
         built_trees.insert(tree);
+      if (auto dir = str(ps.value("kernel_timing", json::object()), "kernel_tree_dir"); !dir.empty())
+        built_tree_dir = dir;
       row["speedup"] = opt_json(num(ps, "speedup"));
       const json ci = ps.value("speedup_ci95", json::array());
       row["ci_low"] = ci.size() == 2 && ci[0].is_number() ? ci[0] : json(nullptr);
@@ -797,7 +804,7 @@ GateReportOutput build_gate_report(const ReportInputs& in) {
       // Every clock agrees with the others as the baseline's do.
       if (auto d = clock_disagreements(cand, base, policy); !d.empty()) flag("CLOCK_DISAGREE", join(d, "; "));
       // No clock beats the device.
-      const Plausibility pl = plausibility(P, ps, cand, base);
+      const Plausibility pl = plausibility(P, ps, cand, base, policy.wall_slack_ms);
       row["floor_ms"] = opt_json(pl.floor_ms);
       if (pl.hit) flag("IMPLAUSIBLE", pl.detail);
       // Kernels the worker's own build did not define (a library call, a kernel loaded at run time).
@@ -875,7 +882,11 @@ GateReportOutput build_gate_report(const ReportInputs& in) {
     reasons.add("TEST_CRASHED", "", "cannot read the candidate source " + in.candidate.string());
 
   // CANDIDATE_CHANGED: the folder judged now is the one compiled into the measured worker.
-  const fs::path tree_dir = in.candidate_tree.empty() ? in.candidate.parent_path() : in.candidate_tree;
+  // The folder the worker hashed when it was built (kernels/candidate for the candidate; the
+  // adversarial library's for a planted cheat), else the candidate source's folder.
+  const fs::path tree_dir = !in.candidate_tree.empty() ? in.candidate_tree
+                            : !built_tree_dir.empty()  ? in.repo / built_tree_dir
+                                                       : in.candidate.parent_path();
   std::string tree_rel = fs::relative(tree_dir, in.repo, rel_ec).generic_string();
   if (rel_ec || tree_rel.empty()) tree_rel = tree_dir.string();
   std::string tree_now, tree_error;

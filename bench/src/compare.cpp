@@ -46,6 +46,7 @@ json figures_json(const KernelFigures& k) {
   j["kernel_count_changed"] = k.kernel_count_min != k.kernel_count_max;
   j["foreign_kernel_names"] = k.foreign_kernels;
   j["kernel_tree_sha256"] = k.kernel_tree_sha256;
+  j["kernel_tree_dir"] = k.kernel_tree_dir;
   j["process"] = k.isolated ? "worker" : "in-process";
   return j;
 }
@@ -115,6 +116,7 @@ ComparisonRow comparison_row(const Scenario& s, const Measurement& m, const Repo
     f.kernel_names.assign(names.begin(), names.end());
     f.foreign_kernels = k.foreign_kernels;
     f.kernel_tree_sha256 = k.kernel_tree_sha256;
+    f.kernel_tree_dir = k.kernel_tree_dir;
     f.isolated = k.isolated;
     if (!k.traces.empty()) {
       const auto [lo, hi] = std::minmax_element(k.traces.begin(), k.traces.end(),

@@ -259,6 +259,7 @@ Measurement Harness::measure(const Scenario& s, const std::vector<const KernelIn
     if (cs[i].remote) {
       cs[i].series.isolated = true;
       cs[i].series.kernel_tree_sha256 = verify::remote::kernel_tree_sha256(*cs[i].remote);
+      cs[i].series.kernel_tree_dir = verify::remote::kernel_tree_dir(*cs[i].remote);
       cs[i].series.inventory = verify::remote::inventory(*cs[i].remote);
     }
     for (int r = 0; r < sets; ++r) {

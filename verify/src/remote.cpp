@@ -144,10 +144,10 @@ class WorkerProcess {
 
 class RemoteKernel {
  public:
-  RemoteKernel(std::shared_ptr<WorkerProcess> w, std::string name, std::string tree)
-      : worker(std::move(w)), name(std::move(name)), tree_sha256(std::move(tree)) {}
+  RemoteKernel(std::shared_ptr<WorkerProcess> w, std::string name, std::string tree, std::string dir)
+      : worker(std::move(w)), name(std::move(name)), tree_sha256(std::move(tree)), tree_dir(std::move(dir)) {}
   std::shared_ptr<WorkerProcess> worker;
-  std::string name, tree_sha256;
+  std::string name, tree_sha256, tree_dir;
 };
 
 namespace {
@@ -243,12 +243,12 @@ constexpr std::array<LaunchFn, sizeof...(I)> make_trampolines(std::integer_seque
 constexpr auto kTrampolines = make_trampolines(std::make_integer_sequence<int, kSlots>{});
 int g_used_slots = 0;
 
-void register_kernel(const std::shared_ptr<WorkerProcess>& w, const worker::KernelDesc& d,
-                     const std::string& tree) {
+void register_kernel(const std::shared_ptr<WorkerProcess>& w, const worker::KernelDesc& d, const std::string& tree,
+                     const std::string& dir) {
   if (g_used_slots == kSlots) throw std::runtime_error("more than 64 remote kernels");
   if (KernelRegistry::instance().find(d.name))
     throw std::runtime_error("worker " + w->path() + " offers kernel '" + d.name + "', which is already registered");
-  auto* k = new RemoteKernel(w, d.name, tree);  // lives as long as the registry
+  auto* k = new RemoteKernel(w, d.name, tree, dir);  // lives as long as the registry
   const int slot = g_used_slots++;
   g_slots[size_t(slot)] = k;
   KernelInfo info;
@@ -274,7 +274,7 @@ void start_worker(const std::string& path) {
   if (r.protocol != worker::kProtocolVersion)
     throw std::runtime_error("worker " + path + " speaks protocol " + std::to_string(r.protocol) + ", the judge " +
                              std::to_string(worker::kProtocolVersion));
-  for (const auto& d : r.kernels) register_kernel(w, d, r.kernel_tree_sha256);
+  for (const auto& d : r.kernels) register_kernel(w, d, r.kernel_tree_sha256, r.kernel_tree_dir);
   workers().push_back(w);
 }
 
@@ -323,6 +323,7 @@ std::vector<std::string> inventory(const RemoteKernel& k) {
   return names;
 }
 const std::string& kernel_tree_sha256(const RemoteKernel& k) { return k.tree_sha256; }
+const std::string& kernel_tree_dir(const RemoteKernel& k) { return k.tree_dir; }
 
 void track_allocation(void* base, size_t bytes) {
   if (!base) return;

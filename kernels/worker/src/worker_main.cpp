@@ -41,6 +41,8 @@ using worker::Request;
 class Worker {
  public:
   Worker() {
+    // The device's persisting-L2 set-aside as found (not always 0): what a call may not change.
+    WORKER_CUDA(cudaDeviceGetLimit(&clean_limit_, cudaLimitPersistingL2CacheSize));
     WORKER_CUDA(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
     WORKER_CUDA(cudaEventCreate(&start_));
     WORKER_CUDA(cudaEventCreate(&stop_));
@@ -162,11 +164,13 @@ class Worker {
     std::string what;
     if (attr.accessPolicyWindow.num_bytes > 0)
       what = "an access policy window of " + std::to_string(attr.accessPolicyWindow.num_bytes) + " bytes on the stream";
-    if (limit > 0) what += (what.empty() ? "" : " and ") + std::string("a persisting-L2 set-aside of ") + std::to_string(limit) + " bytes";
+    if (limit != clean_limit_)
+      what += (what.empty() ? "" : " and ") + std::string("a persisting-L2 set-aside of ") + std::to_string(limit) +
+              " bytes (was " + std::to_string(clean_limit_) + ")";
     if (what.empty()) return what;
     cudaStreamAttrValue none{};
     WORKER_CUDA(cudaStreamSetAttribute(stream_, cudaStreamAttributeAccessPolicyWindow, &none));
-    WORKER_CUDA(cudaDeviceSetLimit(cudaLimitPersistingL2CacheSize, 0));
+    WORKER_CUDA(cudaDeviceSetLimit(cudaLimitPersistingL2CacheSize, clean_limit_));
     WORKER_CUDA(cudaCtxResetPersistingL2Cache());
     return what;
   }
@@ -183,6 +187,7 @@ class Worker {
     return out;
   }
 
+  size_t clean_limit_ = 0;
   cudaStream_t stream_ = nullptr;
   cudaEvent_t start_ = nullptr, stop_ = nullptr;
   bench::StreamHold hold_;

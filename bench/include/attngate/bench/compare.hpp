@@ -27,6 +27,7 @@ struct KernelFigures {
   int kernel_count_max = 0;
   std::vector<std::string> foreign_kernels;  // mangled names outside the worker's inventory
   std::string kernel_tree_sha256;            // the worker's build-time hash of its kernel folder
+  std::string kernel_tree_dir;               // that folder, relative to the repository
   bool isolated = false;
   // A field by name (event_ms, kernel_ms, wall_ms, ...); NaN when absent.
   double get(const std::string& field) const;

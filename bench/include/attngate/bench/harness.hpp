@@ -83,6 +83,7 @@ struct KernelSeries {
   // wall times the judge's clock around the whole call, the judge's check of the output included.
   bool isolated = false;
   std::string kernel_tree_sha256;             // embedded in the worker when it was built
+  std::string kernel_tree_dir;                // the folder it hashed, relative to the repository
   std::vector<std::string> inventory;         // kernels the worker's library defines (build time)
   std::vector<std::string> foreign_kernels;   // kernels its traced calls ran that the inventory lacks
   // Calls right after the judge gave their input set new contents (each also checked), and the

@@ -40,6 +40,7 @@ TimedResult timed_call(RemoteKernel& k, const AttnParams& p, cudaStream_t judge_
 // The worker's process id and the hash of its kernel's source folder embedded when it was built.
 int64_t worker_pid(const RemoteKernel& k);
 const std::string& kernel_tree_sha256(const RemoteKernel& k);
+const std::string& kernel_tree_dir(const RemoteKernel& k);  // relative to the repository
 // The __global__ functions the worker's kernel library defines, read from `<worker>.kernels`, which
 // the build writes from the library's objects (kernels/worker/cmake/inventory.cmake). Throws when
 // the file is missing: without it no call could be told from a foreign one.

@@ -78,6 +78,7 @@ struct Reply {
   int64_t pid = 0;
   std::string worker;             // the worker binary's name
   std::string kernel_tree_sha256; // the hash of the kernel's source folder embedded at build time
+  std::string kernel_tree_dir;    // that folder, relative to the repository (kernels/candidate)
   std::vector<KernelDesc> kernels;
   // timed
   double event_ms = 0;
@@ -89,7 +90,7 @@ struct Reply {
   std::string stream_state;
 };
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(Reply, ok, error, cuda_status, unsupported_reason, protocol, pid,
-                                                worker, kernel_tree_sha256, kernels, event_ms, held_timeout,
+                                                worker, kernel_tree_sha256, kernel_tree_dir, kernels, event_ms, held_timeout,
                                                 has_trace, trace, stream_state)
 
 }  // namespace attngate::worker
