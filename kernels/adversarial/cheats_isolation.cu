@@ -107,10 +107,10 @@ cudaError_t launch_background_thread(const AttnParams& p, cudaStream_t) {
   }).detach();
   return cudaSuccess;
 }
-// Honest for the first 30 calls of the process (warm-up, verification), then skips the work.
+// Honest for the first 12 calls of the process (warm-up, a verification), then skips the work.
 cudaError_t launch_skip_after_warmup(const AttnParams& p, cudaStream_t s) {
   static std::atomic<int> calls{0};
-  if (calls++ < 30) return launch_honest(p, s);
+  if (calls++ < 12) return launch_honest(p, s);
   return cudaSuccess;
 }
 
@@ -228,12 +228,16 @@ cudaError_t launch_memset_in_call(const AttnParams& p, cudaStream_t s) {
   if (const cudaError_t e = cudaMemsetAsync(p.o, 0, size_t(q_elems(p)) * 2, s); e != cudaSuccess) return e;
   return launch_honest(p, s);
 }
-// After the honest kernel, every block adds a small term to LSE[0] with a float atomic: the sum's
-// rounding depends on the order the blocks arrive in, so repeated calls differ in the last bits.
+// After the honest kernel, every block adds its own small term to LSE[0] with a float atomic. The
+// terms sum to zero, but the rounding of the running sum depends on the order the blocks arrive
+// in, and each block first waits a time read off the SM clock, so the order changes between calls.
 __global__ void atomic_order_kernel(float* lse) {
-  const float term = 1e-4f * float(int((blockIdx.x * 7919u) % 13u) - 6) + 3.3e-6f;
-  atomicAdd(lse, term);
-  atomicAdd(lse, -term);
+  const long long start = clock64();
+  const long long wait = (start >> 3) & 4095;
+  while (clock64() - start < wait) {
+  }
+  const float term = 1e-6f * (float(int((blockIdx.x * 7919u) % 2048u)) - 1023.5f);
+  if (threadIdx.x == 0) atomicAdd(lse, term);
 }
 cudaError_t launch_atomic_order(const AttnParams& p, cudaStream_t s) {
   if (const cudaError_t e = launch_honest(p, s); e != cudaSuccess) return e;
@@ -247,7 +251,7 @@ cudaError_t launch_atomic_order(const AttnParams& p, cudaStream_t s) {
 ISOLATION_CHEAT("cheat_static_init_slows_baseline", "wraps the baseline's launch in the registry to run it three times", launch_static_init_slows_baseline);
 ISOLATION_CHEAT("cheat_hold_dodge", "after warm-up, computes on a private stream while the caller's stream is held", launch_hold_dodge);
 ISOLATION_CHEAT("cheat_background_thread", "returns at once; a background thread launches the work 5 ms later", launch_background_thread);
-ISOLATION_CHEAT("cheat_skip_after_warmup", "honest for the first 30 calls, then skips the work", launch_skip_after_warmup);
+ISOLATION_CHEAT("cheat_skip_after_warmup", "honest for the first 12 calls, then skips the work", launch_skip_after_warmup);
 ISOLATION_CHEAT("cheat_peeks_poison", "reads O back and computes only when it holds the poison", launch_peeks_poison);
 ISOLATION_CHEAT("cheat_content_cache", "replays a cached output when a sample of the inputs is unchanged", launch_content_cache);
 ISOLATION_CHEAT("cheat_zeros", "writes O = 0 and LSE = 0", launch_zeros);

@@ -201,6 +201,7 @@ Reply hello() {
   out.protocol = worker::kProtocolVersion;
   out.pid = ::getpid();
   out.kernel_tree_sha256 = ATTNGATE_KERNEL_TREE_SHA256;
+  out.kernel_tree_dir = ATTNGATE_KERNEL_TREE_DIR;
   for (const KernelInfo* k : KernelRegistry::instance().all()) {
     worker::KernelDesc d{k->name, k->description, {}, k->head_dims, k->min_sm};
     for (DType t : k->dtypes) d.dtypes.push_back(int32_t(t));
