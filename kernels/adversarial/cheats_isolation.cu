@@ -230,18 +230,19 @@ cudaError_t launch_memset_in_call(const AttnParams& p, cudaStream_t s) {
 }
 // After the honest kernel, every block adds its own small term to LSE[0] with a float atomic. The
 // terms sum to zero, but the rounding of the running sum depends on the order the blocks arrive
-// in, and each block first waits a time read off the SM clock, so the order changes between calls.
+// in, and each block first waits a time read off the GPU's global timer (different every call),
+// so the order, and the last bits of LSE[0], change between calls.
 __global__ void atomic_order_kernel(float* lse) {
-  const long long start = clock64();
-  const long long wait = (start >> 3) & 4095;
-  while (clock64() - start < wait) {
-  }
-  const float term = 1e-6f * (float(int((blockIdx.x * 7919u) % 2048u)) - 1023.5f);
+  unsigned long long t0;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
+  const unsigned long long wait = ((t0 >> 5) ^ (blockIdx.x * 2654435761u)) & 16383;  // up to 16 us
+  for (unsigned long long t = t0; t - t0 < wait;) asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  const float term = 1e-6f * (float(int((blockIdx.x * 7919u) % 4096u)) - 2047.5f);
   if (threadIdx.x == 0) atomicAdd(lse, term);
 }
 cudaError_t launch_atomic_order(const AttnParams& p, cudaStream_t s) {
   if (const cudaError_t e = launch_honest(p, s); e != cudaSuccess) return e;
-  atomic_order_kernel<<<2048, 32, 0, s>>>(p.lse);
+  atomic_order_kernel<<<4096, 32, 0, s>>>(p.lse);
   return cudaGetLastError();
 }
 
