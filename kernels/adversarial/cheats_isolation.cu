@@ -13,6 +13,7 @@
 #include <cstring>
 #include <map>
 #include <mutex>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -246,22 +247,46 @@ cudaError_t launch_atomic_order(const AttnParams& p, cudaStream_t s) {
   return cudaGetLastError();
 }
 
-#define ISOLATION_CHEAT(name, what, fn) \
-  ATTNGATE_REGISTER_KERNEL(name, "PLANTED CHEAT: " what, {DType::bf16}, {128}, 90, fn)
-
-ISOLATION_CHEAT("cheat_static_init_slows_baseline", "wraps the baseline's launch in the registry to run it three times", launch_static_init_slows_baseline);
-ISOLATION_CHEAT("cheat_hold_dodge", "after warm-up, computes on a private stream while the caller's stream is held", launch_hold_dodge);
-ISOLATION_CHEAT("cheat_background_thread", "returns at once; a background thread launches the work 5 ms later", launch_background_thread);
-ISOLATION_CHEAT("cheat_skip_after_warmup", "honest for the first 12 calls, then skips the work", launch_skip_after_warmup);
-ISOLATION_CHEAT("cheat_peeks_poison", "reads O back and computes only when it holds the poison", launch_peeks_poison);
-ISOLATION_CHEAT("cheat_content_cache", "replays a cached output when a sample of the inputs is unchanged", launch_content_cache);
-ISOLATION_CHEAT("cheat_zeros", "writes O = 0 and LSE = 0", launch_zeros);
-ISOLATION_CHEAT("cheat_identity", "writes O = V and LSE = 0", launch_identity);
-ISOLATION_CHEAT("cheat_fp8_scores", "rounds Q and K through fp8 e4m3 before the product", launch_fp8_scores);
-ISOLATION_CHEAT("cheat_cublas", "calls a cuBLAS GEMM inside the call", launch_cublas);
-ISOLATION_CHEAT("cheat_memcpy_result", "computes into a private buffer and copies it out with cudaMemcpyAsync", launch_memcpy_result);
-ISOLATION_CHEAT("cheat_memset_in_call", "clears O with cudaMemsetAsync inside the call", launch_memset_in_call);
-ISOLATION_CHEAT("cheat_atomic_order", "float atomics in an order that varies between calls", launch_atomic_order);
+// Registered from one table: name, what it does, launch function.
+struct IsolationCheat {
+  const char* name;
+  const char* does;
+  attngate::LaunchFn launch;
+};
+const IsolationCheat kIsolationCheats[] = {
+    {"cheat_static_init_slows_baseline",
+     "wraps the baseline's launch in the registry to run it three times", launch_static_init_slows_baseline},
+    {"cheat_hold_dodge",
+     "after warm-up, computes on a private stream while the caller's stream is held", launch_hold_dodge},
+    {"cheat_background_thread",
+     "returns at once; a background thread launches the work 5 ms later", launch_background_thread},
+    {"cheat_skip_after_warmup",
+     "honest for the first 12 calls, then skips the work", launch_skip_after_warmup},
+    {"cheat_peeks_poison",
+     "reads O back and computes only when it holds the poison", launch_peeks_poison},
+    {"cheat_content_cache",
+     "replays a cached output when a sample of the inputs is unchanged", launch_content_cache},
+    {"cheat_zeros",
+     "writes O = 0 and LSE = 0", launch_zeros},
+    {"cheat_identity",
+     "writes O = V and LSE = 0", launch_identity},
+    {"cheat_fp8_scores",
+     "rounds Q and K through fp8 e4m3 before the product", launch_fp8_scores},
+    {"cheat_cublas",
+     "calls a cuBLAS GEMM inside the call", launch_cublas},
+    {"cheat_memcpy_result",
+     "computes into a private buffer and copies it out with cudaMemcpyAsync", launch_memcpy_result},
+    {"cheat_memset_in_call",
+     "clears O with cudaMemsetAsync inside the call", launch_memset_in_call},
+    {"cheat_atomic_order",
+     "float atomics in an order that varies between calls", launch_atomic_order},
+};
+const bool g_registered = [] {
+  for (const IsolationCheat& c : kIsolationCheats)
+    attngate::KernelRegistry::instance().add(
+        {c.name, std::string("PLANTED CHEAT: ") + c.does, {DType::bf16}, {128}, 90, c.launch});
+  return true;
+}();
 
 }  // namespace
 }  // namespace attngate_adversarial

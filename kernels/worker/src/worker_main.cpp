@@ -73,26 +73,12 @@ class Worker {
   }
 
   AttnParams params(const worker::WireParams& w) {
-    if (w.strides.size() != 14) throw std::runtime_error("params: 14 strides expected");
-    AttnParams p{};
+    AttnParams p = worker::params_shape(w);
     p.q = map(w.q);
     p.k = map(w.k);
     p.v = map(w.v);
     p.o = map(w.o);
     p.lse = static_cast<float*>(map(w.lse));
-    int64_t* s[14] = {&p.q_batch_stride, &p.q_row_stride, &p.q_head_stride, &p.k_batch_stride, &p.k_row_stride,
-                      &p.k_head_stride,  &p.v_batch_stride, &p.v_row_stride, &p.v_head_stride, &p.o_batch_stride,
-                      &p.o_row_stride,   &p.o_head_stride, &p.lse_batch_stride, &p.lse_head_stride};
-    for (int i = 0; i < 14; ++i) *s[i] = w.strides[size_t(i)];
-    p.batch = w.batch;
-    p.seqlen_q = w.seqlen_q;
-    p.seqlen_k = w.seqlen_k;
-    p.heads_q = w.heads_q;
-    p.heads_kv = w.heads_kv;
-    p.head_dim = w.head_dim;
-    p.softmax_scale = w.softmax_scale;
-    p.causal = w.causal;
-    p.dtype = DType(w.dtype);
     return p;
   }
 

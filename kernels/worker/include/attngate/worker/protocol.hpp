@@ -5,7 +5,10 @@
 
 #include <nlohmann/json.hpp>
 
+#include "attngate/params.hpp"
+
 #include <cstdint>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -36,6 +39,46 @@ struct WireParams {
 };
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(WireParams, q, k, v, o, lse, strides, batch, seqlen_q, seqlen_k,
                                                 heads_q, heads_kv, head_dim, softmax_scale, causal, dtype)
+
+// The strides of AttnParams in WireParams::strides order.
+inline constexpr int64_t AttnParams::* kStrides[14] = {
+    &AttnParams::q_batch_stride, &AttnParams::q_row_stride,   &AttnParams::q_head_stride,
+    &AttnParams::k_batch_stride, &AttnParams::k_row_stride,   &AttnParams::k_head_stride,
+    &AttnParams::v_batch_stride, &AttnParams::v_row_stride,   &AttnParams::v_head_stride,
+    &AttnParams::o_batch_stride, &AttnParams::o_row_stride,   &AttnParams::o_head_stride,
+    &AttnParams::lse_batch_stride, &AttnParams::lse_head_stride};
+
+// Calls copy(a.x, w.x) for every size and flag the two structs share (not the dtype's type).
+template <typename A, typename W, typename Copy>
+void visit_shape(A& a, W& w, Copy copy) {
+  copy(a.batch, w.batch);
+  copy(a.seqlen_q, w.seqlen_q);
+  copy(a.seqlen_k, w.seqlen_k);
+  copy(a.heads_q, w.heads_q);
+  copy(a.heads_kv, w.heads_kv);
+  copy(a.head_dim, w.head_dim);
+  copy(a.softmax_scale, w.softmax_scale);
+  copy(a.causal, w.causal);
+}
+
+// The sizes, strides and flags of `p` on the wire; the pointers are left for the caller to export.
+inline WireParams wire_shape(const AttnParams& p) {
+  WireParams w;
+  for (auto stride : kStrides) w.strides.push_back(p.*stride);
+  visit_shape(p, w, [](const auto& from, auto& to) { to = from; });
+  w.dtype = int32_t(p.dtype);
+  return w;
+}
+
+// The AttnParams of `w` with null pointers, for the caller to map. Throws on a malformed message.
+inline AttnParams params_shape(const WireParams& w) {
+  if (w.strides.size() != 14) throw std::runtime_error("params: 14 strides expected");
+  AttnParams p{};
+  for (size_t i = 0; i < 14; ++i) p.*kStrides[i] = w.strides[i];
+  visit_shape(p, w, [](auto& to, const auto& from) { to = from; });
+  p.dtype = DType(w.dtype);
+  return p;
+}
 
 // op: "hello" (describe the kernels), "launch" (one call, then a device-wide synchronize),
 // "timed" (one call between CUDA events behind a stream hold; CUPTI-traced when `traced`),
