@@ -188,24 +188,12 @@ worker::BufferRef export_pointer(const void* p, WorkerProcess& w) {
 }
 
 worker::WireParams wire(const AttnParams& p, WorkerProcess& w) {
-  worker::WireParams out;
+  worker::WireParams out = worker::wire_shape(p);
   out.q = export_pointer(p.q, w);
   out.k = export_pointer(p.k, w);
   out.v = export_pointer(p.v, w);
   out.o = export_pointer(p.o, w);
   out.lse = export_pointer(p.lse, w);
-  out.strides = {p.q_batch_stride, p.q_row_stride, p.q_head_stride, p.k_batch_stride, p.k_row_stride,
-                 p.k_head_stride,  p.v_batch_stride, p.v_row_stride, p.v_head_stride, p.o_batch_stride,
-                 p.o_row_stride,   p.o_head_stride, p.lse_batch_stride, p.lse_head_stride};
-  out.batch = p.batch;
-  out.seqlen_q = p.seqlen_q;
-  out.seqlen_k = p.seqlen_k;
-  out.heads_q = p.heads_q;
-  out.heads_kv = p.heads_kv;
-  out.head_dim = p.head_dim;
-  out.softmax_scale = p.softmax_scale;
-  out.causal = p.causal;
-  out.dtype = int32_t(p.dtype);
   return out;
 }
 
