@@ -1,6 +1,9 @@
 # agent_hooks/ needs a JSON library and a command-line parser. As in Dependencies.cmake, the system
 # packages come first (Debian: nlohmann-json3-dev, libcli11-dev) and a pinned FetchContent fallback
 # serves machines without them (it needs network; offline GPU runners install the packages).
+# Dependencies.cmake, included first by the top-level CMakeLists.txt, already declares and finds
+# both (every binary parses its flags with CLI11), so in the full build these declarations are
+# no-ops (the first declaration of a name wins); they stay so that the pins agree.
 include_guard(GLOBAL)
 include(FetchContent)
 

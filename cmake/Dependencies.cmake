@@ -25,6 +25,11 @@ FetchContent_Declare(yaml-cpp
 FetchContent_Declare(nlohmann_json
   URL https://github.com/nlohmann/json/releases/download/v3.11.3/json.tar.xz
   FIND_PACKAGE_ARGS 3.10)
+# Every binary's flags (attngate, attngate_verify, attngate_bench, attngate_adversarial,
+# attngate_scenarios). 2.1 is the oldest release the code is written against (Debian 12 ships 2.1.2).
+FetchContent_Declare(CLI11
+  URL https://github.com/CLIUtils/CLI11/archive/refs/tags/v2.4.2.tar.gz
+  FIND_PACKAGE_ARGS 2.1)
 
 set(JSON_BuildTests OFF CACHE BOOL "" FORCE)
 set(BENCHMARK_ENABLE_TESTING OFF CACHE BOOL "" FORCE)
@@ -33,8 +38,11 @@ set(INSTALL_GTEST OFF CACHE BOOL "" FORCE)
 set(YAML_CPP_BUILD_TESTS OFF CACHE BOOL "" FORCE)
 set(YAML_CPP_BUILD_TOOLS OFF CACHE BOOL "" FORCE)
 set(EIGEN_BUILD_DOC OFF CACHE BOOL "" FORCE)
+set(CLI11_BUILD_TESTS OFF CACHE BOOL "" FORCE)
+set(CLI11_BUILD_EXAMPLES OFF CACHE BOOL "" FORCE)
+set(CLI11_BUILD_DOCS OFF CACHE BOOL "" FORCE)
 set(BUILD_TESTING OFF CACHE BOOL "" FORCE)
-FetchContent_MakeAvailable(GTest benchmark Eigen3 yaml-cpp nlohmann_json)
+FetchContent_MakeAvailable(GTest benchmark Eigen3 yaml-cpp nlohmann_json CLI11)
 
 # yaml-cpp spells its target differently across versions (0.7: yaml-cpp, 0.8: yaml-cpp::yaml-cpp).
 if(NOT TARGET yaml-cpp::yaml-cpp)

@@ -3,6 +3,8 @@
 // suite's geometric-mean speedup. Method and fields: bench/README.md.
 #include <benchmark/benchmark.h>
 
+#include <CLI/CLI.hpp>
+
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
@@ -56,98 +58,121 @@ struct Options {
   ShardSpec shard;  // --shard=i/N: only this shard of the suite (ci/bench_all_gpus.py, CI matrices)
 };
 
-const char* kUsage =
-    "attngate_bench [Google Benchmark flags] [attngate flags]\n"
-    "  --scenarios=DIR           directory of the YAML suites (default: the shipped scenarios/)\n"
-    "  --suite=NAME              suite to time (default gate)\n"
-    "  --compare=KERNEL[,BASE]   time KERNEL and BASE (default initial) interleaved per scenario and\n"
-    "                            report the speedup time_BASE/time_KERNEL and its suite geomean\n"
-    "  --compare_out=FILE        write the comparison as JSON\n"
-    "  --noise-target=F          stop a benchmark once the 95% interval of every median is within\n"
-    "                            +-F of it (default 0.005)\n"
-    "  --time-cap-s=S            ...or after S seconds of measuring (default 1.0; per benchmark)\n"
-    "  --min-samples=N           untraced calls per kernel before the noise rule may stop (20)\n"
-    "  --input-sets=N            input sets rotated through (default 3; fewer if memory is short)\n"
-    "  --seed=N                  base seed of the inputs\n"
-    "  --shard=i/N               time only shard i of N of the suite (deterministic split by FLOPs)\n"
-    "  --peak-tflops=F           dense bf16 peak for pct_peak (default: looked up by device name)\n"
-    "  --bootstrap-resamples=N   resamples of the comparison's intervals (default 2000)\n"
-    "  --idle-ratio=R            before each timed call the GPU idles R x the previous call's time\n"
-    "                            (default 0.5), so sustained load does not reach the power cap\n"
-    "  --clock-retries=N         plain timings only: when an SM clock reading of a measurement was\n"
-    "                            more than --clock-tolerance (default 0.03) below the device's\n"
-    "                            maximum (power or thermal capping), idle --cooldown-s (default 2)\n"
-    "                            and measure again, up to N times (default 2); the measurement with\n"
-    "                            the highest lowest reading is reported (interleaved comparisons\n"
-    "                            cancel clock drift and do not need this)\n"
-    "  --print-fields            print the names of the JSON counters and exit\n";
-
 [[noreturn]] void usage_error(const std::string& msg) {
-  std::cerr << "attngate_bench: " << msg << "\n" << kUsage;
+  std::cerr << "attngate_bench: " << msg << "\n(attngate_bench --help lists the flags)\n";
   std::exit(2);
 }
 
-double parse_double(const std::string& flag, const std::string& v) {
-  char* end = nullptr;
-  const double d = std::strtod(v.c_str(), &end);
-  if (v.empty() || *end != '\0' || !(d >= 0)) usage_error(flag + "=" + v + " is not a non-negative number");
-  return d;
-}
-
-long long parse_int(const std::string& flag, const std::string& v) {
-  char* end = nullptr;
-  const long long n = std::strtoll(v.c_str(), &end, 0);
-  if (v.empty() || *end != '\0' || n < 0) usage_error(flag + "=" + v + " is not a non-negative integer");
-  return n;
-}
+// The checks of the old hand-written parser, as CLI11 validators: a value is a non-negative number
+// (strtod, NaN refused) or a non-negative integer (strtoll base 0: 0x5EED works).
+const CLI::Validator kNonNegativeNumber(
+    [](std::string& v) -> std::string {
+      char* end = nullptr;
+      const double d = std::strtod(v.c_str(), &end);
+      return !v.empty() && *end == '\0' && d >= 0 ? "" : v + " is not a non-negative number";
+    },
+    "F>=0");
+const CLI::Validator kNonNegativeInteger(
+    [](std::string& v) -> std::string {
+      char* end = nullptr;
+      const long long n = std::strtoll(v.c_str(), &end, 0);
+      return !v.empty() && *end == '\0' && n >= 0 ? "" : v + " is not a non-negative integer";
+    },
+    "N>=0");
 
 // Takes attngate's own flags out of argv (so Google Benchmark sees only its own); '-' and '_' are
-// interchangeable in their names.
+// interchangeable in their names: an argument whose name, with '_' read as '-', is one of ours is
+// rewritten to that spelling before CLI11 parses, and everything CLI11 does not know (allow_extras:
+// --benchmark_*, --help's second half) is handed on to benchmark::Initialize in its order.
 Options parse_own_flags(int& argc, char** argv) {
   Options o;
-  int out = 1;
-  for (int i = 1; i < argc; ++i) {
-    std::string a = argv[i];
-    std::string name = a, value;
-    if (const auto eq = a.find('='); eq != std::string::npos) {
-      name = a.substr(0, eq);
-      value = a.substr(eq + 1);
-    }
+  CLI::App app{"attngate_bench: one Google Benchmark per (kernel, scenario) of a YAML suite, or an interleaved "
+               "comparison of two kernels (bench/README.md). Google Benchmark's flags pass through.",
+               "attngate_bench"};
+  app.set_help_flag();  // --help also goes on to Google Benchmark, which lists its flags and exits
+  app.footer("'-' and '_' are interchangeable in these flags' names (--compare_out, --noise_target, ...).");
+  app.allow_extras();
+  bool help = false;
+  std::string scenario_dir = o.scenario_dir.string(), compare, shard;
+  app.add_flag("-h,--help", help, "Print these flags, then Google Benchmark's, and exit");
+  app.add_option("--scenarios", scenario_dir, "Directory of the YAML suites (default: the shipped scenarios/)");
+  app.add_option("--suite", o.suite, "Suite to time (default gate)");
+  app.add_option("--compare", compare,
+                 "KERNEL[,BASE]: time KERNEL and BASE (default initial) interleaved per scenario and report the "
+                 "speedup time_BASE/time_KERNEL and its suite geomean");
+  app.add_option("--compare-out", o.compare_out, "Write the comparison as JSON to FILE (also --compare_out)");
+  app.add_option("--noise-target", o.noise_target,
+                 "Stop a benchmark once the 95% interval of every median is within +-F of it (default 0.005)")
+      ->check(kNonNegativeNumber);
+  app.add_option("--time-cap-s", o.time_cap_s, "...or after S seconds of measuring (default 1.0; per benchmark)")
+      ->check(kNonNegativeNumber);
+  app.add_option("--min-samples", o.min_samples, "Untraced calls per kernel before the noise rule may stop (20)")
+      ->check(kNonNegativeInteger);
+  app.add_option("--input-sets", o.input_sets, "Input sets rotated through (default 3; fewer if memory is short)")
+      ->check(kNonNegativeInteger);
+  app.add_option("--seed", o.seed, "Base seed of the inputs (default 0x5EED)")->check(kNonNegativeInteger);
+  app.add_option("--shard", shard, "i/N: time only shard i of N of the suite (deterministic split by FLOPs)");
+  app.add_option("--peak-tflops", o.peak_tflops, "Dense bf16 peak for pct_peak (default: looked up by device name)")
+      ->check(kNonNegativeNumber);
+  app.add_option("--bootstrap-resamples", o.bootstrap_resamples,
+                 "Resamples of the comparison's intervals (default 2000)")
+      ->check(kNonNegativeInteger);
+  app.add_option("--idle-ratio", o.idle_ratio,
+                 "Before each timed call the GPU idles R x the previous call's time (default 0.5), so sustained "
+                 "load does not reach the power cap")
+      ->check(kNonNegativeNumber);
+  app.add_option("--clock-retries", o.clock_retries,
+                 "Plain timings only: when an SM clock reading of a measurement was more than --clock-tolerance "
+                 "below the device's maximum (power or thermal capping), idle --cooldown-s and measure again, up "
+                 "to N times (default 2); the measurement with the highest lowest reading is reported "
+                 "(interleaved comparisons cancel clock drift and do not need this)")
+      ->check(kNonNegativeInteger);
+  app.add_option("--clock-tolerance", o.clock_tolerance, "See --clock-retries (default 0.03)")
+      ->check(kNonNegativeNumber);
+  app.add_option("--cooldown-s", o.cooldown_s, "See --clock-retries (default 2)")->check(kNonNegativeNumber);
+  app.add_flag("--print-fields", o.print_fields, "Print the names of the JSON counters and exit");
+
+  std::vector<std::string> args(argv, argv + argc);
+  for (size_t i = 1; i < args.size(); ++i) {
+    std::string& a = args[i];
+    if (a.rfind("--", 0) != 0) continue;
+    const size_t eq = a.find('=');
+    std::string name = a.substr(0, eq);
     for (char& c : name) c = c == '_' ? '-' : c;
-    const bool has_value = a.find('=') != std::string::npos;
-    auto need = [&] {
-      if (!has_value) usage_error(name + " needs a value (" + name + "=...)");
-    };
-    if (name == "--scenarios") { need(); o.scenario_dir = value; }
-    else if (name == "--suite") { need(); o.suite = value; }
-    else if (name == "--compare") {
-      need();
-      const auto comma = value.find(',');
-      o.compare_kernel = value.substr(0, comma);
-      o.compare_base = comma == std::string::npos ? "initial" : value.substr(comma + 1);
-      if (o.compare_kernel.empty() || o.compare_base.empty()) usage_error("--compare=KERNEL[,BASE]");
-    }
-    else if (name == "--compare-out") { need(); o.compare_out = value; }
-    else if (name == "--noise-target") { need(); o.noise_target = parse_double(name, value); }
-    else if (name == "--time-cap-s") { need(); o.time_cap_s = parse_double(name, value); }
-    else if (name == "--min-samples") { need(); o.min_samples = int(parse_int(name, value)); }
-    else if (name == "--input-sets") { need(); o.input_sets = std::max(1, int(parse_int(name, value))); }
-    else if (name == "--seed") { need(); o.seed = uint64_t(parse_int(name, value)); }
-    else if (name == "--peak-tflops") { need(); o.peak_tflops = parse_double(name, value); }
-    else if (name == "--bootstrap-resamples") { need(); o.bootstrap_resamples = std::max(1, int(parse_int(name, value))); }
-    else if (name == "--print-fields") { o.print_fields = true; }
-    else if (name == "--clock-retries") { need(); o.clock_retries = int(parse_int(name, value)); }
-    else if (name == "--clock-tolerance") { need(); o.clock_tolerance = parse_double(name, value); }
-    else if (name == "--cooldown-s") { need(); o.cooldown_s = parse_double(name, value); }
-    else if (name == "--idle-ratio") { need(); o.idle_ratio = parse_double(name, value); }
-    else if (name == "--shard") {
-      need();
-      try { o.shard = parse_shard(value); } catch (const std::invalid_argument& e) { usage_error(e.what()); }
-    }
-    else if (name == "--help" || name == "-h") { std::cout << kUsage << "\nGoogle Benchmark flags:\n"; argv[out++] = argv[i]; }
-    else { argv[out++] = argv[i]; }
+    if (app.get_option_no_throw(name) != nullptr) a = name + (eq == std::string::npos ? "" : a.substr(eq));
   }
-  argc = out;
+  std::vector<const char*> ptrs;
+  for (const auto& a : args) ptrs.push_back(a.c_str());
+  try {
+    app.parse(int(ptrs.size()), ptrs.data());
+  } catch (const CLI::ParseError& e) {
+    usage_error(e.what());
+  }
+  o.scenario_dir = scenario_dir;
+  if (app.count("--compare") > 0) {
+    const auto comma = compare.find(',');
+    o.compare_kernel = compare.substr(0, comma);
+    o.compare_base = comma == std::string::npos ? "initial" : compare.substr(comma + 1);
+    if (o.compare_kernel.empty() || o.compare_base.empty()) usage_error("--compare=KERNEL[,BASE]");
+  }
+  if (app.count("--shard") > 0) {
+    try { o.shard = parse_shard(shard); } catch (const std::invalid_argument& e) { usage_error(e.what()); }
+  }
+  o.input_sets = std::max(1, o.input_sets);
+  o.bootstrap_resamples = std::max(1, o.bootstrap_resamples);
+
+  // What is left goes to Google Benchmark: argv[0], the extras in their order, and --help after ours.
+  static std::vector<std::string> rest;  // argv points into it until the process ends
+  rest = app.remaining();
+  for (const auto& r : rest)  // Google Benchmark's flags are --benchmark_* and --v
+    if (r.rfind("--benchmark_", 0) != 0 && r != "--v" && r.rfind("--v=", 0) != 0)
+      usage_error("unknown argument '" + r + "' (Google Benchmark's flags start with --benchmark_)");
+  if (help) {
+    std::cout << app.help() << "\nGoogle Benchmark flags:\n";
+    rest.push_back("--help");
+  }
+  argc = 1;
+  for (auto& r : rest) argv[argc++] = r.data();
   argv[argc] = nullptr;
   return o;
 }

@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
 #include "attngate/plugin_loader.hpp"
@@ -81,19 +82,28 @@ json kernels_json() {
 
 int main(int argc, char** argv) {
   if (!plugin::load_plugins(argc, argv)) return 2;
-  std::filesystem::path dir = ATTNGATE_DEFAULT_SCENARIO_DIR;
+  // --plugin=LIB was taken out of argv by load_plugins; the rest is parsed with CLI11.
+  std::string scenario_dir = ATTNGATE_DEFAULT_SCENARIO_DIR;
   std::vector<std::string> wanted;
   bool as_json = false, kernels = false;
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    if (a == "--json") as_json = true;
-    else if (a == "--kernels") kernels = true;
-    else if (a.rfind("--scenarios=", 0) == 0) dir = a.substr(12);
-    else if (a.rfind("--suite=", 0) == 0) wanted.push_back(a.substr(8));
-    else if (a == "--suite" && i + 1 < argc) wanted.emplace_back(argv[++i]);
-    else if (a == "--help" || a == "-h") { std::cout << kUsage; return 0; }
-    else { std::cerr << "attngate_scenarios: unknown argument '" << a << "'\n" << kUsage; return 2; }
+  CLI::App app{"attngate_scenarios: the expanded suites (and the registered kernels) as JSON or a table",
+               "attngate_scenarios"};
+  app.footer(kUsage);
+  app.add_option("--scenarios", scenario_dir, "Directory of the YAML suites (default: the shipped scenarios/)");
+  app.add_option("--suite", wanted, "A suite to list (repeatable; default: every suite in DIR)")
+      ->allow_extra_args(false);  // one value per --suite: `--suite a b` does not take b
+  app.add_flag("--json", as_json, "JSON (schema attngate.scenarios/1 or attngate.kernels/1) instead of a table");
+  app.add_flag("--kernels", kernels,
+               "The registered kernels instead of scenarios (plugins from --plugin=LIB and ATTNGATE_PLUGINS)");
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    std::cerr << "attngate_scenarios: " << e.what() << "\n" << kUsage;
+    return 2;
   }
+  const std::filesystem::path dir = scenario_dir;
   if (kernels) {
     if (as_json) {
       std::cout << kernels_json().dump(1) << "\n";

@@ -31,6 +31,7 @@
 #include <fstream>
 #include <iostream>
 #include <map>
+#include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <regex>
@@ -688,33 +689,46 @@ int main(int argc, char** argv) {
   Paths p;
   std::string cheat, expect_tests;
   bool check = false;
-  bool device_check = true;
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    auto value = [&](const char* flag) -> std::optional<std::string> {
-      const std::string f = std::string(flag) + "=";
-      if (a.rfind(f, 0) == 0) return a.substr(f.size());
-      return std::nullopt;
-    };
-    if (a == "--check-catalogue") check = true;
-    else if (a == "--no-device-check") device_check = false;  // the driver's own test, with fake tools
-    else if (auto v = value("--cheat")) cheat = *v;
-    else if (auto v = value("--catalogue")) p.catalogue = *v;
-    else if (auto v = value("--scenarios")) p.scenarios = *v;
-    else if (auto v = value("--verify")) p.verify = *v;
-    else if (auto v = value("--bench")) p.bench = *v;
-    else if (auto v = value("--sanitizer")) p.sanitizer = *v;
-    else if (auto v = value("--sanitize-verify")) p.sanitize_verify = *v;
-    else if (auto v = value("--workers")) p.workers = *v;
-    else if (auto v = value("--attngate")) p.attngate = *v;
-    else if (auto v = value("--source-dir")) p.source = *v;
-    else if (auto v = value("--work-dir")) p.work = *v;
-    else if (auto v = value("--expect-tests")) expect_tests = *v;
-    else {
-      std::cerr << "attngate_adversarial: unknown argument '" << a << "' (see the top of adversarial_main.cpp)\n";
-      return 2;
-    }
+  bool no_device_check = false;
+  CLI::App app{"attngate_adversarial: proves that attngate catches a planted cheat of kernels/adversarial/cheats.yaml "
+               "(usage at the top of kernels/adversarial/driver/adversarial_main.cpp)",
+               "attngate_adversarial"};
+  // Paths are read as strings (CLI11 2.1 takes std::filesystem::path for a container).
+  std::string catalogue, scenarios, verify, bench, sanitizer, sanitize_verify, workers, attngate, source, work;
+  app.add_option("--cheat", cheat, "The catalogue entry (kernel) to run");
+  app.add_option("--catalogue", catalogue, "kernels/adversarial/cheats.yaml");
+  app.add_option("--scenarios", scenarios, "Directory of the adversarial YAML suite");
+  app.add_option("--verify", verify, "attngate_verify (attngate_verify_judge with --workers)");
+  app.add_option("--bench", bench, "attngate_bench (attngate_bench_judge with --workers)");
+  app.add_option("--work-dir", work, "Where the children's logs and results go");
+  app.add_option("--sanitizer", sanitizer, "compute-sanitizer, for the entries with a sanitizer stage");
+  app.add_option("--sanitize-verify", sanitize_verify, "The in-process verify binary compute-sanitizer runs (default: --verify)");
+  app.add_option("--workers", workers, "Folder of the attngate_worker_<library> binaries: every kernel runs in its worker");
+  app.add_option("--attngate", attngate, "agent_hooks' attngate: with --workers, a gate stage runs `attngate report`");
+  app.add_option("--source-dir", source, "The repository the gate stage's report hashes");
+  app.add_flag("--check-catalogue", check,
+               "CPU: check the catalogue against the registered cheat_*/control_* kernels and --expect-tests");
+  app.add_option("--expect-tests", expect_tests, "A,B,...: the adversarial.<name> tests CMake registered");
+  app.add_flag("--no-device-check", no_device_check, "Run without a GPU (only the driver's own test, with fake tools)");
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    std::cerr << "attngate_adversarial: " << e.what() << " (--help lists the flags)\n";
+    return 2;
   }
+  const bool device_check = !no_device_check;
+  p.catalogue = catalogue;
+  p.scenarios = scenarios;
+  p.verify = verify;
+  p.bench = bench;
+  p.sanitizer = sanitizer;
+  p.sanitize_verify = sanitize_verify;
+  p.workers = workers;
+  p.attngate = attngate;
+  p.source = source;
+  p.work = work;
   try {
     const std::vector<Entry> cat = load_catalogue(p.catalogue);
     if (check) return check_catalogue(cat, p.scenarios, expect_tests);
