@@ -7,8 +7,10 @@
       recomputed from the per-scenario speedups and intervals (regression_judge.geomean_with_ci)
   ci/merge_shards.py --verify DIR0 DIR1 ... --expect N --out summary.json
       per-test JSON results (`<build>/verify/results`) of `ctest -L verify` shards; each test must
-      appear once and, with --expect, N tests in all
-Exits 1 when a shard overlaps another, a scenario or test is missing, or a test failed.
+      appear once and, with --expect, N tests in all; each result is checked against the required
+      keys and types of verify/schema/verify_result.schema.json (attngate.verify_result/1)
+Exits 1 when a shard overlaps another, a scenario or test is missing, a verify result does not follow
+its schema, or a test failed.
 """
 import argparse
 import glob
@@ -18,6 +20,47 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import regression_judge as rj  # noqa: E402
+
+VERIFY_RESULT_SCHEMA = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                                    "verify", "schema", "verify_result.schema.json")
+_JSON_TYPES = {"object": dict, "array": list, "string": str, "boolean": bool, "null": type(None),
+               "integer": int, "number": (int, float)}
+
+
+def _is_type(value, name):
+    if name in ("integer", "number") and isinstance(value, bool):
+        return False
+    return isinstance(value, _JSON_TYPES[name])
+
+
+def check_schema(doc, schema, root=None, where="$"):
+    """Problems with `doc` against the JSON Schema subset the verify result schema uses (required,
+    type, const, enum, minimum, properties, items, oneOf, local $ref); empty when it follows it."""
+    root = schema if root is None else root
+    if "$ref" in schema:
+        return check_schema(doc, root["$defs"][schema["$ref"].rsplit("/", 1)[-1]], root, where)
+    errs = []
+    if "oneOf" in schema and sum(not check_schema(doc, alt, root, where) for alt in schema["oneOf"]) != 1:
+        errs.append(f"{where}: matches none or several of {len(schema['oneOf'])} alternatives")
+    if "type" in schema:
+        types = schema["type"] if isinstance(schema["type"], list) else [schema["type"]]
+        if not any(_is_type(doc, t) for t in types):
+            return errs + [f"{where}: {doc!r} is not of type {'/'.join(types)}"]
+    if "const" in schema and doc != schema["const"]:
+        errs.append(f"{where}: {doc!r}, expected {schema['const']!r}")
+    if "minimum" in schema and _is_type(doc, "number") and doc < schema["minimum"]:
+        errs.append(f"{where}: {doc!r} is below {schema['minimum']}")
+    if "enum" in schema and doc not in schema["enum"]:
+        errs.append(f"{where}: {doc!r} is not one of {schema['enum']}")
+    if isinstance(doc, dict):
+        errs += [f"{where}: '{k}' missing" for k in schema.get("required", []) if k not in doc]
+        for k, sub in schema.get("properties", {}).items():
+            if k in doc:
+                errs += check_schema(doc[k], sub, root, f"{where}.{k}")
+    if isinstance(doc, list) and "items" in schema:
+        for i, item in enumerate(doc):
+            errs += check_schema(item, schema["items"], root, f"{where}[{i}]")
+    return errs
 
 
 def merge_bench(files):
@@ -59,10 +102,17 @@ def merge_bench(files):
 
 def merge_verify(dirs, expect):
     tests, problems = {}, []
+    with open(VERIFY_RESULT_SCHEMA) as f:
+        schema = json.load(f)
     for d in dirs:
         for path in sorted(glob.glob(os.path.join(d, "*.json"))):
             with open(path) as f:
                 r = json.load(f)
+            errs = check_schema(r, schema)
+            if errs:
+                problems.append(f"{path}: not a {schema['properties']['schema']['const']}: {'; '.join(errs[:5])}")
+                if not isinstance(r, dict) or not isinstance(r.get("test"), str) or not isinstance(r.get("status"), str):
+                    continue
             if r["test"] in tests:
                 problems.append(f"{r['test']} in two shards")
             tests[r["test"]] = r

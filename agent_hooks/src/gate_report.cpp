@@ -19,6 +19,7 @@
 #include "attngate/hooks/report.hpp"
 #include "attngate/hooks/sha256.hpp"
 #include "attngate/scenario.hpp"
+#include "attngate/verify/result_document.hpp"
 
 namespace attngate::hooks {
 namespace fs = std::filesystem;
@@ -26,7 +27,7 @@ using nlohmann::json;
 
 namespace {
 
-constexpr const char* kVerifyResultSchema = "attngate.verify_result/1";
+using verify::kVerifyResultSchema;
 
 std::string fmt(const char* f, double v) {
   char buf[64];
@@ -103,7 +104,7 @@ std::string baseline_of(const ReportInputs& in, const Suite& s) {
 }
 
 fs::path result_file(const ReportInputs& in, const std::string& kernel, const std::string& id) {
-  return in.results_dir / ("verify." + kernel + "." + id + ".json");
+  return in.results_dir / verify::result_file_name(kernel, id);
 }
 
 std::optional<json> read_json(const fs::path& file, std::string* error) {
@@ -394,16 +395,12 @@ Plausibility plausibility(const json& P, const json& ps, const json& c, const js
 
 // A verify result's failing reasons, when every one is the verifier's "not deterministic:" and
 // none says the second call left elements unwritten (skipped work is wrong output, not a race).
-bool only_nondeterministic(const json& result) {
+bool only_nondeterministic(const verify::ResultDocument& result) {
   bool any = false;
-  if (!result.contains("runs") || !result["runs"].is_array()) return false;
-  for (const auto& run : result["runs"]) {
-    if (run.value("pass", true)) continue;
-    const auto& rs = run.value("reasons", json::array());
-    if (!rs.is_array() || rs.empty()) return false;  // a failure without a reason: not this one
-    for (const auto& r : rs) {
-      if (!r.is_string()) return false;
-      const std::string text = r.get<std::string>();
+  for (const auto& run : result.runs) {
+    if (run.pass) continue;
+    if (run.reasons.empty()) return false;  // a failure without a reason: not this one
+    for (const auto& text : run.reasons) {
       if (text.rfind(kNotDeterministicPrefix, 0) != 0 || text.find(kLeftUnwrittenPhrase) != std::string::npos)
         return false;
       any = true;
@@ -622,6 +619,17 @@ GateReportOutput build_gate_report(const ReportInputs& in) {
     const std::string test = "verify." + kernel + "." + s.id;
     std::string err;
     std::optional<json> res;
+    std::optional<verify::ResultDocument> doc;
+    // The document as verify::ResultDocument (attngate/verify/result_document.hpp); a file that is not
+    // one (no or another schema, a field of the wrong type) is unreadable, with the reason.
+    auto parse = [&] {
+      try {
+        doc = verify::parse_result_document(*res);
+      } catch (const json::exception& e) {
+        err = file.string() + ": not a " + kVerifyResultSchema + ": " + e.what();
+      }
+      return doc.has_value();
+    };
     if (!fs::exists(file)) {
       row["status"] = "missing";
       auto [code, detail] = missing(test, in.verify_timeout_s, "no result " + file.filename().string());
@@ -629,30 +637,27 @@ GateReportOutput build_gate_report(const ReportInputs& in) {
     } else if (!fresh(file)) {
       row["status"] = "stale";
       reasons.add("TEST_CRASHED", s.id, file.string() + " is older than this gate run: the test did not run" + stale_note);
-    } else if (!(res = read_json(file, &err)) || str(*res, "schema") != kVerifyResultSchema) {
+    } else if (!(res = read_json(file, &err)) || !parse()) {
       row["status"] = "unreadable";
-      reasons.add("TEST_CRASHED", s.id, err.empty() ? file.string() + ": not a " + kVerifyResultSchema : err);
+      reasons.add("TEST_CRASHED", s.id, err);
     } else {
-      const json& r = *res;
-      const std::string status = str(r, "status");
+      const verify::ResultDocument& r = *doc;
+      const std::string& status = r.status;
+      const std::string result_seed = r.base_seed.value_or("");
       row["status"] = status;
-      if (base_seed.empty()) base_seed = str(r, "base_seed");
+      if (base_seed.empty()) base_seed = result_seed;
       std::optional<double> o_max, lse_max;
       std::string first_reason;
-      if (r.contains("runs") && r["runs"].is_array()) {
-        for (const auto& run : r["runs"]) {
-          if (auto v = num(run.value("o", json::object()), "max_abs")) o_max = std::max(o_max.value_or(0), *v);
-          if (auto v = num(run.value("lse", json::object()), "max_abs")) lse_max = std::max(lse_max.value_or(0), *v);
-          if (first_reason.empty() && !run.value("pass", true)) {
-            first_reason = str(run, "distribution") + ": ";
-            const auto& rs = run.value("reasons", json::array());
-            first_reason += !rs.empty() && rs[0].is_string() ? rs[0].get<std::string>() : std::string("failed");
-          }
-        }
+      auto finite = [](double v) { return std::isfinite(v) ? std::optional<double>(v) : std::nullopt; };
+      for (const auto& run : r.runs) {
+        if (auto v = finite(run.o.max_abs)) o_max = std::max(o_max.value_or(0), *v);
+        if (auto v = finite(run.lse.max_abs)) lse_max = std::max(lse_max.value_or(0), *v);
+        if (first_reason.empty() && !run.pass)
+          first_reason = run.distribution + ": " + (run.reasons.empty() ? std::string("failed") : run.reasons[0]);
       }
       row["o_max_abs"] = opt_json(o_max);
       row["lse_max_abs"] = opt_json(lse_max);
-      if (!str(r, "base_seed").empty()) row["base_seed"] = str(r, "base_seed");
+      if (!result_seed.empty()) row["base_seed"] = result_seed;
       if (status == "passed") {
         row["correct"] = true;
       } else if (status == "failed" && only_nondeterministic(r)) {
@@ -662,21 +667,21 @@ GateReportOutput build_gate_report(const ReportInputs& in) {
         row["flags"] = json::array({"NONDETERMINISTIC"});
         if (policy.nondeterminism_fail)
           reasons.add("NONDETERMINISTIC", s.id,
-                      s.id + " (" + first_reason + "); replay: ATTNGATE_SEED=" + str(r, "base_seed") + " ctest -R '" +
+                      s.id + " (" + first_reason + "); replay: ATTNGATE_SEED=" + result_seed + " ctest -R '" +
                           test + "$' (settings.nondeterminism: fail)");
       } else if (status == "failed") {
         row["correct"] = false;
         reasons.add("CORRECTNESS_FAILED", s.id,
                     s.id + " (" + (first_reason.empty() ? std::string("see the test output") : first_reason) +
-                        "); replay: ATTNGATE_SEED=" + str(r, "base_seed") + " ctest -R '" + test + "$'");
+                        "); replay: ATTNGATE_SEED=" + result_seed + " ctest -R '" + test + "$'");
       } else if (status == "skipped") {
-        reasons.add("TEST_SKIPPED", s.id, test + " was skipped: " + str(r, "detail"));
-        if (str(r, "detail").find("CUDA device") != std::string::npos && !any_no_device) {
+        reasons.add("TEST_SKIPPED", s.id, test + " was skipped: " + r.detail);
+        if (r.detail.find("CUDA device") != std::string::npos && !any_no_device) {
           any_no_device = true;
-          no_device_detail = str(r, "detail");
+          no_device_detail = r.detail;
         }
       } else if (status == "error") {
-        reasons.add("TEST_CRASHED", s.id, test + " threw: " + str(r, "detail"));
+        reasons.add("TEST_CRASHED", s.id, test + " threw: " + r.detail);
       } else {
         reasons.add("TEST_CRASHED", s.id, test + " wrote an unknown status '" + status + "'");
       }

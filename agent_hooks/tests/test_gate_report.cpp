@@ -381,6 +381,32 @@ TEST_F(ReportCmd, SkippedErroredAndFailedResults) {
   EXPECT_NE(test::slurp(gate / "report.md").find("| gate_b | **no** | 0.41 |"), std::string::npos);
 }
 
+// A verify result is read into attngate::verify::ResultDocument: one that is not such a document
+// (another schema, a field of the wrong type) is unreadable, a crash, never a pass.
+TEST_F(ReportCmd, AResultThatIsNotAVerifyResultDocumentIsUnreadable) {
+  ASSERT_EQ(prepare().exit_code, 0);
+  all_passed();
+  json wrong_type = json::parse(test::slurp(results / "verify.candidate.gate_a.json"));
+  wrong_type["runs"][0]["pass"] = "yes";
+  test::write_file(results / "verify.candidate.gate_a.json", wrong_type.dump(1));
+  json other_schema = json::parse(test::slurp(results / "verify.candidate.gate_b.json"));
+  other_schema["schema"] = "attngate.verify_result/2";
+  test::write_file(results / "verify.candidate.gate_b.json", other_schema.dump(1));
+  perf(perf_json(good_rows()));
+  auto r = report();
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  const json j = report_json();
+  json crash = reason(j, "TEST_CRASHED");
+  ASSERT_NE(crash, nullptr);
+  EXPECT_EQ(crash["scenarios"], json::array({"gate_a", "gate_b"}));
+  EXPECT_NE(crash["detail"].get<std::string>().find("verify.candidate.gate_a.json: not a attngate.verify_result/1"),
+            std::string::npos)
+      << crash["detail"];
+  EXPECT_EQ(scenario(j, "gate_a")["status"], "unreadable");
+  EXPECT_EQ(scenario(j, "gate_b")["status"], "unreadable");
+  EXPECT_EQ(scenario(j, "gate_c")["status"], "passed");
+}
+
 // Seen on the H200 with a broken causal mask: verification and the bench's timed-run check both
 // reported each causal scenario, and the reason listed every one twice.
 TEST_F(ReportCmd, AScenarioFailedTwiceIsListedOnce) {

@@ -37,11 +37,23 @@ class MergeBench(unittest.TestCase):
             self.assertTrue(any("split into 3" in p for p in problems))
 
 
+def verify_result(test, status):
+    """A result as attngate_verify writes it (verify/include/attngate/verify/result_document.hpp)."""
+    stats = {"max_abs": 0.004, "max_scaled": 0.004, "rel_l2": 1e-4, "nonfinite": 0, "masked_mismatch": 0}
+    run = {"distribution": "standard", "seed": "11", "pass": status == "passed", "reasons": [], "o": stats,
+           "lse": stats, "initial_o": stats, "initial_lse": None, "o_worst_at": "b=0 s=1 h=0 d=2",
+           "lse_worst_at": "b=0 h=0 s=1", "o_guard_violations": 0, "lse_guard_violations": 0, "input_mismatches": 0}
+    _, kernel, scenario = test.split(".", 2)
+    return {"schema": "attngate.verify_result/1", "test": test, "kernel": kernel, "scenario": scenario,
+            "suite": "full", "status": status, "detail": "", "ctest_gpu": "0", "pci_bus_id": "00000000:19:00.0",
+            "ground_truth": "gpu_reference_fp32", "base_seed": "7", "runs": [run]}
+
+
 class MergeVerify(unittest.TestCase):
-    def write(self, d, test, status):
+    def write(self, d, test, status, doc=None):
         os.makedirs(d, exist_ok=True)
         with open(os.path.join(d, test + ".json"), "w") as f:
-            json.dump({"test": test, "status": status}, f)
+            json.dump(doc or verify_result(test, status), f)
 
     def test_counts_and_expectation(self):
         with tempfile.TemporaryDirectory() as d:
@@ -60,6 +72,37 @@ class MergeVerify(unittest.TestCase):
             summary, problems = ms.merge_verify([os.path.join(d, "0"), os.path.join(d, "1")], None)
             self.assertTrue(any("two shards" in p for p in problems))
             self.assertEqual(summary["not_passed"], ["verify.a.x"])
+
+    def test_results_are_checked_against_the_schema(self):
+        with tempfile.TemporaryDirectory() as d:
+            skipped = verify_result("verify.a.y", "skipped")
+            skipped.update(ctest_gpu=None, pci_bus_id=None, ground_truth=None, base_seed=None, runs=[])
+            self.write(d, "verify.a.y", "skipped", skipped)
+            _, problems = ms.merge_verify([d], None)
+            self.assertEqual([p for p in problems if "not a" in p], [])
+            bad = verify_result("verify.a.x", "passed")
+            del bad["base_seed"]
+            bad["runs"][0]["pass"] = "yes"
+            bad["runs"][0]["o"] = {"max_abs": 0.1}
+            self.write(d, "verify.a.x", "passed", bad)
+            summary, problems = ms.merge_verify([d], None)
+            schema_problems = [p for p in problems if "not a attngate.verify_result/1" in p]
+            self.assertEqual(len(schema_problems), 1, problems)
+            for what in ("'base_seed' missing", "$.runs[0].pass", "$.runs[0].o: 'max_scaled' missing"):
+                self.assertIn(what, schema_problems[0])
+            self.assertEqual(summary["tests"], 2)  # still counted: it names its test and status
+            self.write(d, "verify.a.z", "passed", {"schema": "attngate.verify_result/1"})
+            summary, problems = ms.merge_verify([d], None)
+            self.assertEqual(summary["tests"], 2)
+            self.assertTrue(any("verify.a.z.json" in p and "'test' missing" in p for p in problems), problems)
+
+    def test_the_schema_names_what_the_writer_writes(self):
+        with open(ms.VERIFY_RESULT_SCHEMA) as f:
+            schema = json.load(f)
+        doc = verify_result("verify.a.x", "passed")
+        self.assertEqual(set(schema["required"]), set(doc))
+        self.assertEqual(set(schema["$defs"]["run"]["required"]), set(doc["runs"][0]))
+        self.assertEqual(ms.check_schema(doc, schema), [])
 
 
 if __name__ == "__main__":

@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
 #include "attngate/cuda_check.hpp"
@@ -25,6 +26,7 @@
 #include "attngate/verify/gpu_pinning.hpp"
 #include "attngate/verify/problem.hpp"
 #include "attngate/verify/remote.hpp"
+#include "attngate/verify/result_document.hpp"
 #include "attngate/verify/verify_case.hpp"
 
 #ifndef ATTNGATE_DEFAULT_SCENARIO_DIR
@@ -58,54 +60,56 @@ Options& options() {
   return opt;
 }
 
-nlohmann::json stats_json(const verify::ErrorStats& e) {
-  return {{"max_abs", e.max_abs},     {"max_scaled", e.max_scaled}, {"rel_l2", e.rel_l2},
-          {"nonfinite", e.nonfinite}, {"masked_mismatch", e.masked_mismatch}};
+verify::ResultStats result_stats(const verify::ErrorStats& e) {
+  return {e.max_abs, e.max_scaled, e.rel_l2, e.nonfinite, e.masked_mismatch};
 }
 
 // Written at the end of every test, skipped or failed too; a test that crashed leaves none, which
 // the gate reports as a crash rather than reading an older file (it deletes them before a run).
+// The document is verify::ResultDocument (attngate/verify/result_document.hpp).
 void write_result(const std::string& kernel, const Scenario& s, const std::string& status,
                   const std::string& detail, const verify::CaseOutcome* c) {
   if (options().results_dir.empty()) return;
-  nlohmann::json j = {{"schema", "attngate.verify_result/1"},
-                      {"test", "verify." + kernel + "." + s.id},
-                      {"kernel", kernel},
-                      {"scenario", s.id},
-                      {"suite", s.suite},
-                      {"status", status},
-                      {"detail", detail}};
+  verify::ResultDocument doc;
+  doc.test = "verify." + kernel + "." + s.id;
+  doc.kernel = kernel;
+  doc.scenario = s.id;
+  doc.suite = s.suite;
+  doc.status = status;
+  doc.detail = detail;
   // Which GPU ran the test: evidence that `ctest -j` over a resource spec spread the tests.
-  j["ctest_gpu"] = options().ctest_gpu.empty() ? nlohmann::json(nullptr) : nlohmann::json(options().ctest_gpu);
+  if (!options().ctest_gpu.empty()) doc.ctest_gpu = options().ctest_gpu;
   if (c) {
     int dev = 0;
     char pci[32] = {};
     ATTNGATE_CUDA_CHECK(cudaGetDevice(&dev));
     ATTNGATE_CUDA_CHECK(cudaDeviceGetPCIBusId(pci, int(sizeof pci), dev));
-    j["pci_bus_id"] = pci;
-    j["ground_truth"] = c->ground_truth;
-    j["base_seed"] = std::to_string(c->base_seed);
+    doc.pci_bus_id = pci;
+    doc.ground_truth = c->ground_truth;
+    doc.base_seed = std::to_string(c->base_seed);
     for (const auto& r : c->runs) {
-      nlohmann::json run = {{"distribution", distribution_name(r.distribution)},
-                            {"seed", std::to_string(r.seed)},
-                            {"pass", r.judgement.pass},
-                            {"reasons", r.judgement.reasons},
-                            {"o", stats_json(r.o)},
-                            {"lse", stats_json(r.lse)},
-                            {"o_worst_at", r.o_worst_at},
-                            {"lse_worst_at", r.lse_worst_at},
-                            {"o_guard_violations", r.o_guard_violations},
-                            {"lse_guard_violations", r.lse_guard_violations},
-                            {"input_mismatches", r.input_mismatches}};
+      verify::ResultRun run;
+      run.distribution = distribution_name(r.distribution);
+      run.seed = std::to_string(r.seed);
+      run.pass = r.judgement.pass;
+      run.reasons = r.judgement.reasons;
+      run.o = result_stats(r.o);
+      run.lse = result_stats(r.lse);
       if (r.has_initial) {
-        run["initial_o"] = stats_json(r.initial_o);
-        run["initial_lse"] = stats_json(r.initial_lse);
+        run.initial_o = result_stats(r.initial_o);
+        run.initial_lse = result_stats(r.initial_lse);
       }
-      j["runs"].push_back(std::move(run));
+      run.o_worst_at = r.o_worst_at;
+      run.lse_worst_at = r.lse_worst_at;
+      run.o_guard_violations = r.o_guard_violations;
+      run.lse_guard_violations = r.lse_guard_violations;
+      run.input_mismatches = r.input_mismatches;
+      doc.runs.push_back(std::move(run));
     }
   }
+  const nlohmann::json j = doc;
   std::filesystem::create_directories(options().results_dir);
-  const auto path = options().results_dir / ("verify." + kernel + "." + s.id + ".json");
+  const auto path = options().results_dir / verify::result_file_name(kernel, s.id);
   const auto tmp = path.string() + ".tmp";
   {
     std::ofstream f(tmp);
@@ -348,40 +352,47 @@ void emit_ctest(const Options& opt, const std::vector<Generated>& tests) {
   if (!f.flush()) throw std::runtime_error("cannot write " + opt.emit_ctest);
 }
 
+// attngate's own flags, parsed with CLI11 after load_plugins, load_workers and InitGoogleTest took
+// theirs (--plugin=PATH, --worker=PATH, --gtest_*) out of argv: whatever is left must be ours, so an
+// unknown flag is an error (exit 2). `--help` prints GoogleTest's help (InitGoogleTest) and then these.
+const char* kUsage =
+    "usage: attngate_verify [gtest flags] [--worker=PATH]... [--scenarios=DIR] [--initial=KERNEL] [--results-dir=DIR]\n"
+    "       attngate_verify --emit-ctest=FILE --emit-exe=PATH [--emit-bench=PATH --emit-attngate=PATH"
+    " --emit-build-dir=DIR --emit-source-dir=DIR --emit-judge=PATH --emit-workers=DIR]"
+    "   (the gate tests need the last six)\n"
+    "       attngate_verify --require-device=SM   (exit 0 only with a GPU of compute capability >= SM/10)\n"
+    "  ATTNGATE_SEED=N replays a run's inputs\n";
+
 Options parse(int argc, char** argv) {
   Options opt;
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    auto value = [&](const std::string& flag) -> const char* {
-      return a.rfind(flag + "=", 0) == 0 ? argv[i] + flag.size() + 1 : nullptr;
-    };
-    if (const char* v = value("--scenarios")) opt.scenario_dir = v;
-    else if (const char* v = value("--emit-ctest")) opt.emit_ctest = v;
-    else if (const char* v = value("--emit-exe")) opt.emit_exe = v;
-    else if (const char* v = value("--emit-bench")) opt.emit_bench = v;
-    else if (const char* v = value("--emit-judge")) opt.emit_judge = v;
-    else if (const char* v = value("--emit-workers")) opt.emit_workers = v;
-    else if (const char* v = value("--emit-attngate")) opt.emit_attngate = v;
-    else if (const char* v = value("--emit-build-dir")) opt.emit_build_dir = v;
-    else if (const char* v = value("--emit-source-dir")) opt.emit_source_dir = v;
-    else if (const char* v = value("--initial")) opt.initial = v;
-    else if (const char* v = value("--results-dir")) opt.results_dir = v;
-    else if (const char* v = value("--require-device")) opt.require_device = std::atoi(v);
-    else {
-      std::cerr << "attngate_verify: unknown argument '" << a
-                << "'\nusage: attngate_verify [gtest flags] [--scenarios=DIR] [--initial=KERNEL]"
-                   " [--results-dir=DIR]\n"
-                   "       attngate_verify --emit-ctest=FILE --emit-exe=PATH [--emit-bench=PATH --emit-attngate=PATH"
-                   " --emit-build-dir=DIR --emit-source-dir=DIR]   (the gate tests need the last four)\n"
-                   "       attngate_verify --require-device=SM   (exit 0 only with a GPU of compute capability >= SM/10)\n"
-                   "  ATTNGATE_SEED=N replays a run's inputs\n";
-      std::exit(2);
-    }
-  }
-  if (!opt.emit_ctest.empty() && opt.emit_exe.empty()) {
-    std::cerr << "attngate_verify: --emit-ctest needs --emit-exe\n";
+  CLI::App app{"attngate_verify: one GoogleTest test per (kernel, scenario) of the YAML suites", "attngate_verify"};
+  app.footer(kUsage);
+  std::string scenario_dir = opt.scenario_dir.string(), results_dir;
+  app.add_option("--scenarios", scenario_dir, "Directory of the YAML suites (default: the shipped scenarios/)");
+  app.add_option("--initial", opt.initial, "The initial kernel other kernels' errors are compared with (default initial)");
+  app.add_option("--results-dir", results_dir, "Write one result JSON per test into DIR (the gate reads them)");
+  app.add_option("--require-device", opt.require_device,
+                 "Only check for a CUDA device of compute capability >= SM/10 (e.g. 90): exit 0 if there is one, "
+                 "1 if not; runs no test");
+  auto* exe = app.add_option("--emit-exe", opt.emit_exe, "The test binary the emitted script runs");
+  app.add_option("--emit-ctest", opt.emit_ctest, "Write the CTest script of the generated tests to FILE and exit")
+      ->needs(exe);
+  app.add_option("--emit-bench", opt.emit_bench, "Gate tests: attngate_bench(_judge) for gate.performance");
+  app.add_option("--emit-attngate", opt.emit_attngate, "Gate tests: agent_hooks' attngate for gate.setup/gate.report");
+  app.add_option("--emit-build-dir", opt.emit_build_dir, "Gate tests: the build tree (<build>/gate holds the report)");
+  app.add_option("--emit-source-dir", opt.emit_source_dir, "Gate tests: the repository the report hashes");
+  app.add_option("--emit-judge", opt.emit_judge, "Gate tests: attngate_verify_judge, which runs the gate's tests");
+  app.add_option("--emit-workers", opt.emit_workers, "Gate tests: the folder of the attngate_worker_<library> binaries");
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    std::exit(app.exit(e));
+  } catch (const CLI::ParseError& e) {
+    std::cerr << "attngate_verify: " << e.what() << "\n" << kUsage << "  (--help lists every flag)\n";
     std::exit(2);
   }
+  opt.scenario_dir = scenario_dir;
+  opt.results_dir = results_dir;
   return opt;
 }
 

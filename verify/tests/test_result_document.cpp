@@ -1,0 +1,219 @@
+// The verify result document (attngate.verify_result/1): the structs round-trip, a written document
+// satisfies verify/schema/verify_result.schema.json, and documents in the form written before the
+// structs (and the hand-made ones of the gate report's tests) still parse.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <fstream>
+#include <set>
+#include <string>
+
+#include "attngate/verify/result_document.hpp"
+
+namespace {
+
+using nlohmann::json;
+using namespace attngate::verify;
+
+json load_schema() {
+  std::ifstream f(ATTNGATE_VERIFY_RESULT_SCHEMA);
+  EXPECT_TRUE(f.good()) << "cannot read " << ATTNGATE_VERIFY_RESULT_SCHEMA;
+  return json::parse(f);
+}
+
+bool has_type(const json& v, const std::string& type) {
+  if (type == "object") return v.is_object();
+  if (type == "array") return v.is_array();
+  if (type == "string") return v.is_string();
+  if (type == "boolean") return v.is_boolean();
+  if (type == "null") return v.is_null();
+  if (type == "integer") return v.is_number_integer();
+  if (type == "number") return v.is_number();
+  ADD_FAILURE() << "schema type '" << type << "' unknown to this check";
+  return false;
+}
+
+// The subset of JSON Schema that verify_result.schema.json uses: type, const, enum, required,
+// properties, items, oneOf, minimum and local $ref. Appends the problems with `v` at `where`.
+void check(const json& root, const json& schema, const json& v, const std::string& where,
+           std::vector<std::string>& problems) {
+  if (schema.contains("$ref")) {
+    const std::string ref = schema["$ref"];
+    const std::string prefix = "#/$defs/";
+    ASSERT_EQ(ref.rfind(prefix, 0), 0u) << ref;
+    return check(root, root["$defs"][ref.substr(prefix.size())], v, where, problems);
+  }
+  if (schema.contains("oneOf")) {
+    int matched = 0;
+    for (const auto& alt : schema["oneOf"]) {
+      std::vector<std::string> p;
+      check(root, alt, v, where, p);
+      matched += p.empty();
+    }
+    if (matched != 1) problems.push_back(where + ": matches " + std::to_string(matched) + " of oneOf");
+  }
+  if (schema.contains("type")) {
+    const json types = schema["type"].is_array() ? schema["type"] : json::array({schema["type"]});
+    bool any = false;
+    for (const auto& t : types) any = any || has_type(v, t.get<std::string>());
+    if (!any) problems.push_back(where + ": " + v.dump() + " is not of type " + schema["type"].dump());
+  }
+  if (schema.contains("const") && v != schema["const"]) problems.push_back(where + ": not " + schema["const"].dump());
+  if (schema.contains("enum") && std::find(schema["enum"].begin(), schema["enum"].end(), v) == schema["enum"].end())
+    problems.push_back(where + ": " + v.dump() + " not in " + schema["enum"].dump());
+  if (schema.contains("minimum") && v.is_number() && v.get<double>() < schema["minimum"].get<double>())
+    problems.push_back(where + ": below the minimum");
+  if (v.is_object()) {
+    for (const auto& key : schema.value("required", json::array()))
+      if (!v.contains(key.get<std::string>())) problems.push_back(where + ": missing required '" + key.get<std::string>() + "'");
+    const json properties = schema.value("properties", json::object());
+    for (const auto& [key, sub] : properties.items())
+      if (v.contains(key)) check(root, sub, v[key], where + "." + key, problems);
+  }
+  if (v.is_array() && schema.contains("items"))
+    for (size_t i = 0; i < v.size(); ++i) check(root, schema["items"], v[i], where + "[" + std::to_string(i) + "]", problems);
+}
+
+std::vector<std::string> schema_problems(const json& doc) {
+  const json schema = load_schema();
+  std::vector<std::string> problems;
+  check(schema, schema, doc, "$", problems);
+  return problems;
+}
+
+ResultStats stats(double max_abs) { return {max_abs, max_abs * 0.5, 1e-3, 0, 0}; }
+
+// A document as attngate_verify writes it for a candidate that failed its second distribution.
+ResultDocument failed_candidate() {
+  ResultDocument d;
+  d.test = "verify.candidate.gate_a";
+  d.kernel = "candidate";
+  d.scenario = "gate_a";
+  d.suite = "gate";
+  d.status = "failed";
+  d.ctest_gpu = "1";
+  d.pci_bus_id = "00000000:19:00.0";
+  d.ground_truth = "gpu_reference_fp32";
+  d.base_seed = "18446744073709551615";  // a uint64 beyond double's exact integers: kept as text
+  ResultRun ok;
+  ok.distribution = "standard";
+  ok.seed = "11";
+  ok.o = stats(0.0039);
+  ok.lse = stats(2e-6);
+  ok.initial_o = stats(0.0041);
+  ok.initial_lse = stats(3e-6);
+  ok.o_worst_at = "b=0 s=17 h=3 d=5";
+  ok.lse_worst_at = "b=0 h=3 s=17";
+  ResultRun bad = ok;
+  bad.distribution = "large_scores";
+  bad.seed = "12";
+  bad.pass = false;
+  bad.reasons = {"not deterministic: 3 of 4096 O elements differ"};
+  bad.o_guard_violations = 2;
+  bad.input_mismatches = 7;
+  d.runs = {ok, bad};
+  return d;
+}
+
+TEST(ResultDocument, RoundTrips) {
+  const ResultDocument d = failed_candidate();
+  const json j = d;
+  const ResultDocument back = parse_result_document(json::parse(j.dump(1)));
+  EXPECT_EQ(json(back), j);
+  EXPECT_EQ(back.base_seed, "18446744073709551615");
+  ASSERT_EQ(back.runs.size(), 2u);
+  EXPECT_FALSE(back.runs[1].pass);
+  EXPECT_EQ(back.runs[1].reasons, d.runs[1].reasons);
+  ASSERT_TRUE(back.runs[0].initial_o.has_value());
+  EXPECT_DOUBLE_EQ(back.runs[0].initial_o->max_abs, 0.0041);
+  EXPECT_EQ(back.runs[1].input_mismatches, 7u);
+}
+
+TEST(ResultDocument, WrittenDocumentsFollowTheSchema) {
+  EXPECT_EQ(schema_problems(json(failed_candidate())), std::vector<std::string>{});
+  // A skipped test: no case ran, so its seed, device and runs are null or empty.
+  ResultDocument skipped;
+  skipped.test = "verify.candidate.gate_b";
+  skipped.kernel = "candidate";
+  skipped.scenario = "gate_b";
+  skipped.suite = "gate";
+  skipped.status = "skipped";
+  skipped.detail = "no CUDA device of the required architecture";
+  const json j = skipped;
+  EXPECT_EQ(schema_problems(j), std::vector<std::string>{});
+  EXPECT_TRUE(j["ctest_gpu"].is_null());
+  EXPECT_TRUE(j["base_seed"].is_null());
+  EXPECT_EQ(j["runs"], json::array());
+}
+
+// The schema requires exactly the keys the structs write, at the top level and in a run: the two
+// definitions cannot drift apart without this failing.
+TEST(ResultDocument, SchemaRequiresWhatTheStructsWrite) {
+  const json schema = load_schema();
+  auto keys = [](const json& obj) {
+    std::set<std::string> k;
+    for (const auto& [key, v] : obj.items()) k.insert(key);
+    return k;
+  };
+  auto required = [](const json& s) { return s["required"].get<std::set<std::string>>(); };
+  const json d = failed_candidate();
+  EXPECT_EQ(required(schema), keys(d));
+  EXPECT_EQ(keys(schema["properties"]), keys(d));
+  EXPECT_EQ(required(schema["$defs"]["run"]), keys(d["runs"][0]));
+  EXPECT_EQ(required(schema["$defs"]["stats"]), keys(d["runs"][0]["o"]));
+  EXPECT_EQ(schema["properties"]["schema"]["const"], kVerifyResultSchema);
+}
+
+TEST(ResultDocument, SchemaCheckCatchesBadDocuments) {
+  json j = failed_candidate();
+  j.erase("status");
+  j["runs"][0]["pass"] = "yes";
+  j["runs"][1]["o"].erase("max_abs");
+  j["base_seed"] = 12345;
+  const auto p = schema_problems(j);
+  EXPECT_EQ(p.size(), 4u) << json(p).dump(1);
+}
+
+// Documents as attngate_verify wrote them before the structs (no null keys: absent when unset) and
+// the hand-made ones of the gate report's tests parse, absent fields taking their defaults.
+TEST(ResultDocument, OlderAndPartialDocumentsParse) {
+  const json older = json::parse(R"({"schema": "attngate.verify_result/1", "test": "verify.initial.s", "kernel": "initial",
+    "scenario": "s", "suite": "smoke", "status": "passed", "detail": "", "ctest_gpu": null,
+    "pci_bus_id": "00000000:19:00.0", "ground_truth": "gpu_reference_fp32", "base_seed": "7",
+    "runs": [{"distribution": "standard", "seed": "8", "pass": true, "reasons": [],
+              "o": {"max_abs": 0.001, "max_scaled": 0.001, "rel_l2": 0.0001, "nonfinite": 0, "masked_mismatch": 0},
+              "lse": {"max_abs": 1e-6, "max_scaled": 1e-7, "rel_l2": 1e-8, "nonfinite": 0, "masked_mismatch": 0},
+              "o_worst_at": "b=0 s=1 h=0 d=2", "lse_worst_at": "b=0 h=0 s=1", "o_guard_violations": 0,
+              "lse_guard_violations": 0, "input_mismatches": 0}]})");
+  const ResultDocument d = parse_result_document(older);
+  EXPECT_FALSE(d.ctest_gpu.has_value());
+  EXPECT_EQ(d.base_seed, "7");
+  ASSERT_EQ(d.runs.size(), 1u);
+  EXPECT_FALSE(d.runs[0].initial_o.has_value());
+  EXPECT_DOUBLE_EQ(d.runs[0].o.max_abs, 0.001);
+  // Written again, the older document changes only by the keys it lacked, now null.
+  const json again = d;
+  const json flat_older = older.flatten(), flat_again = again.flatten();
+  EXPECT_EQ(flat_again.at("/runs/0/initial_o"), nullptr);
+  for (const auto& [key, v] : flat_older.items()) EXPECT_EQ(flat_again.at(key), v) << key;
+  EXPECT_EQ(schema_problems(again), std::vector<std::string>{});
+
+  const json partial = {{"schema", kVerifyResultSchema}, {"status", "passed"}, {"base_seed", "7"},
+                        {"runs", json::array({{{"distribution", "standard"}, {"pass", true}, {"o", {{"max_abs", 0.004}}}}})}};
+  const ResultDocument p = parse_result_document(partial);
+  EXPECT_EQ(p.status, "passed");
+  EXPECT_TRUE(p.runs[0].pass);
+  EXPECT_DOUBLE_EQ(p.runs[0].o.max_abs, 0.004);
+  EXPECT_FALSE(p.pci_bus_id.has_value());
+}
+
+TEST(ResultDocument, RejectsOtherDocuments) {
+  EXPECT_THROW(parse_result_document(json::object()), json::exception);
+  EXPECT_THROW(parse_result_document(json::array()), json::exception);
+  EXPECT_THROW(parse_result_document({{"schema", "attngate.verify_result/2"}}), json::exception);
+  EXPECT_THROW(parse_result_document({{"schema", kVerifyResultSchema}, {"runs", "none"}}), json::exception);
+  EXPECT_THROW(parse_result_document({{"schema", kVerifyResultSchema}, {"base_seed", 7}}), json::exception);
+  EXPECT_EQ(result_file_name("candidate", "gate_a"), "verify.candidate.gate_a.json");
+}
+
+}  // namespace
