@@ -83,14 +83,20 @@ std::vector<std::string> schema_problems(const json& doc) {
 
 ResultStats stats(double max_abs) { return {max_abs, max_abs * 0.5, 1e-3, 0, 0}; }
 
+// The identifying fields of the candidate's document for `scenario` on the gate suite.
+ResultDocument candidate_document(const std::string& scenario, const std::string& status) {
+  ResultDocument d;
+  d.test = "verify.candidate." + scenario;
+  d.kernel = "candidate";
+  d.scenario = scenario;
+  d.suite = "gate";
+  d.status = status;
+  return d;
+}
+
 // A document as attngate_verify writes it for a candidate that failed its second distribution.
 ResultDocument failed_candidate() {
-  ResultDocument d;
-  d.test = "verify.candidate.gate_a";
-  d.kernel = "candidate";
-  d.scenario = "gate_a";
-  d.suite = "gate";
-  d.status = "failed";
+  ResultDocument d = candidate_document("gate_a", "failed");
   d.ctest_gpu = "1";
   d.pci_bus_id = "00000000:19:00.0";
   d.ground_truth = "gpu_reference_fp32";
@@ -132,12 +138,7 @@ TEST(ResultDocument, RoundTrips) {
 TEST(ResultDocument, WrittenDocumentsFollowTheSchema) {
   EXPECT_EQ(schema_problems(json(failed_candidate())), std::vector<std::string>{});
   // A skipped test: no case ran, so its seed, device and runs are null or empty.
-  ResultDocument skipped;
-  skipped.test = "verify.candidate.gate_b";
-  skipped.kernel = "candidate";
-  skipped.scenario = "gate_b";
-  skipped.suite = "gate";
-  skipped.status = "skipped";
+  ResultDocument skipped = candidate_document("gate_b", "skipped");
   skipped.detail = "no CUDA device of the required architecture";
   const json j = skipped;
   EXPECT_EQ(schema_problems(j), std::vector<std::string>{});
