@@ -86,6 +86,19 @@ QuestionBank load_bank(const Context& ctx) {
   return bank;
 }
 
+// "    read: <index>#topic" and the topic's lines, indented; empty when the question names none.
+std::string knowledge_pointer(const Context& ctx, const Question& q, const char* indent = "    ") {
+  if (q.read.empty()) return {};
+  const fs::path index = ctx.hooks_dir / "knowledge" / "README.md";
+  std::string out = std::string(indent) + "read: " + index.string() + " (topic " + q.read + ")";
+  auto topics = load_knowledge(index);
+  auto it = topics.find(q.read);
+  if (it == topics.end()) return out + " -- not in the index";
+  std::istringstream lines(it->second);
+  for (std::string line; std::getline(lines, line);) out += "\n" + std::string(indent) + "  " + line;
+  return out;
+}
+
 void print_issues(const Context& ctx, const std::vector<LineageIssue>& issues) {
   for (const auto& i : issues) *ctx.err << "attngate: warning: " << i.str() << "\n";
 }
@@ -305,12 +318,13 @@ Evaluation evaluate(const Context& ctx, const EvaluationInput& in) {
     if (r.verdict != "pass")
       for (const auto& t : in.agent_triggers_on_fail)
         if (std::find(r.triggers.begin(), r.triggers.end(), t) == r.triggers.end()) r.triggers.push_back(t);
-    auto asked = asked_questions(earlier_all);
-    for (const auto& t : r.triggers)
-      if (auto q = bank.select(t, asked)) {
+    if (has_reason(r.reasons, "CORRECTNESS_FAILED") &&
+        std::find(r.triggers.begin(), r.triggers.end(), "correctness") == r.triggers.end())
+      r.triggers.insert(r.triggers.begin(), "correctness");
+    // One question per evaluation (and so per refusal): the verdict's trigger, chosen by what failed.
+    if (auto t = verdict_trigger(r.reasons, r.triggers); !t.empty())
+      if (auto q = bank.select_for(t, asked_questions(earlier_all), question_tags(t, r.reasons, r.scenarios)))
         r.questions.push_back({t, q->id});
-        asked.push_back(r.questions.back());
-      }
     // Signed last: the receipt covers the version, the signals and the verdict as recorded.
     if (in.receipt_key) {
       r.receipt = Receipt{machine_id(), in.report_sha256, {}};
@@ -322,8 +336,10 @@ Evaluation evaluate(const Context& ctx, const EvaluationInput& in) {
 
   Evaluation e{rec, {}};
   for (const auto& q : rec.questions)
-    for (const auto& b : bank.of(q.trigger))
-      if (b.id == q.id) e.questions.emplace_back(q.trigger, b.text);
+    if (auto b = bank.find(q.id)) {
+      e.questions.emplace_back(q.trigger, b->text);
+      if (auto pointer = knowledge_pointer(ctx, *b); !pointer.empty()) e.questions.back().second += "\n" + pointer;
+    }
   return e;
 }
 
@@ -804,11 +820,19 @@ int cmd_history(const Context& ctx) {
     os << "attngate: no evaluation recorded yet in " << ctx.lineage.string() << "\n";
     return kExitPass;
   }
-  // Questions asked through `ask` are shown with the version they were asked about.
+  // Questions asked through `ask` are shown with the version they were asked about; a version that
+  // `attngate commit` committed is followed by the questions asked since the previous commit.
   std::map<int, std::vector<std::string>> asked;
-  for (const auto& r : c.records)
-    if (!r.is_evaluation())
+  std::map<int, std::vector<std::string>> before_gain;
+  for (const auto& r : c.records) {
+    if (r.type == "ask")
       for (const auto& q : r.questions) asked[r.version].push_back("ask:" + q.trigger);
+    if (r.type == "commit") {
+      auto& ids = before_gain[r.version];
+      ids.clear();
+      for (const auto& q : r.questions_before) ids.push_back(q.id);
+    }
+  }
   char line[256];
   std::snprintf(line, sizeof line, "%-7s  %-20s  %-9s  %-17s  %-7s  %s\n", "version", "time (UTC)", "geomean",
                 "CI", "verdict", "triggers");
@@ -827,6 +851,9 @@ int cmd_history(const Context& ctx) {
                   r.verdict.c_str(), triggers.empty() ? "-" : join(triggers, ",").c_str(),
                   reasons.empty() ? "" : ("  (" + reasons + ")").c_str());
     os << line;
+    if (auto it = before_gain.find(r.version); it != before_gain.end())
+      os << "         committed; questions asked before this gain: "
+         << (it->second.empty() ? std::string("none") : join(it->second, ", ")) << "\n";
   }
   return kExitPass;
 }
@@ -965,6 +992,37 @@ std::string commit_folder(const Context& ctx, const Record& r, const std::string
   return {};
 }
 
+// The questions logged since the previous committed version's evaluation (its own included) up to
+// the evaluation of `version` (not its own: those came after the gain was measured).
+std::vector<QuestionRef> questions_before(const LineageContents& c, int version) {
+  int previous = 0;
+  for (const auto& r : c.records)
+    if (r.type == "commit" && r.version < version) previous = std::max(previous, r.version);
+  std::vector<QuestionRef> out;
+  bool on = previous == 0;
+  for (const auto& r : c.records) {
+    if (r.is_evaluation() && r.version == version) break;
+    if (r.is_evaluation() && r.version == previous) on = true;
+    if (on && (r.is_evaluation() || r.type == "ask")) out.insert(out.end(), r.questions.begin(), r.questions.end());
+  }
+  return out;
+}
+
+// A "commit" record: which questions preceded this committed gain (shown by `attngate history`).
+void log_commit(const Context& ctx, int version) {
+  Lineage(ctx.lineage).append(
+      [&](const LineageContents& earlier, int) {
+        Record r;
+        r.type = "commit";
+        r.version = version;
+        r.time = now_iso8601();
+        r.source = "commit";
+        r.questions_before = questions_before(earlier, version);
+        return r;
+      },
+      false);
+}
+
 }  // namespace
 
 int cmd_commit(const Context& ctx) {
@@ -1009,6 +1067,11 @@ int cmd_commit(const Context& ctx) {
     err << "attngate commit: " << e.what() << "\n";
     return kExitError;
   }
+  try {
+    log_commit(ctx, latest->version);
+  } catch (const std::exception& e) {
+    err << "attngate commit: warning: the commit is made but not logged in the lineage: " << e.what() << "\n";
+  }
   auto head = run_process({"git", "-C", ctx.repo.string(), "rev-parse", "--short=12", "HEAD"});
   *ctx.out << "attngate commit: committed " << dir << " as version " << latest->version << " ("
            << fmt("%.3fx", *latest->geomean.speedup) << ", CI low " << fmt("%.3f", lo) << ") as "
@@ -1041,12 +1104,19 @@ int cmd_ask(const Context& ctx, const std::string& trigger, const std::optional<
   }
   std::optional<Question> chosen;
   std::optional<Record> latest;
+  std::vector<std::string> tags;
   std::vector<LineageIssue> issues;
   Lineage(ctx.lineage).append(
       [&](const LineageContents& earlier, int version) {
         issues = earlier.issues;
         latest = earlier.last_evaluation();
-        chosen = bank.select(trigger, asked_questions(earlier));
+        // done and correctness choose by what failed: the given report's, else the latest evaluation's.
+        const std::vector<Reason> none_r;
+        const std::vector<ScenarioResult> none_s;
+        const auto& reasons = rep ? rep->reasons : latest ? latest->reasons : none_r;
+        const auto& scenarios = rep ? rep->scenarios : latest ? latest->scenarios : none_s;
+        tags = question_tags(trigger, reasons, scenarios);
+        chosen = bank.select_for(trigger, asked_questions(earlier), tags);
         Record r;
         r.type = "ask";
         r.version = version;
@@ -1058,6 +1128,11 @@ int cmd_ask(const Context& ctx, const std::string& trigger, const std::optional<
       false);
   print_issues(ctx, issues);
   *ctx.out << chosen->text << "\n";
+  if (auto pointer = knowledge_pointer(ctx, *chosen, ""); !pointer.empty()) *ctx.out << pointer << "\n";
+  if (trigger == "correctness")
+    *ctx.out << "chosen by: the failing scenarios share " << (tags.empty() ? std::string("no listed feature") : join(tags, ", "))
+             << "\n";
+  if (trigger == "done" && !tags.empty()) *ctx.out << "chosen by: reason " << join(tags, ", ") << "\n";
   if (trigger == "limit") {
     if (rep) {
       *ctx.out << "measured context (" << report->string() << "):\n" << limit_context_of(rep->scenarios, rep->baselines);

@@ -131,6 +131,10 @@ void to_json(json& j, const Record& r) {
   }
   j["questions"] = json::array();
   for (const auto& q : r.questions) j["questions"].push_back({{"trigger", q.trigger}, {"id", q.id}});
+  if (r.type == "commit") {
+    j["questions_before"] = json::array();
+    for (const auto& q : r.questions_before) j["questions_before"].push_back({{"trigger", q.trigger}, {"id", q.id}});
+  }
 }
 
 void from_json(const json& j, Record& r) {
@@ -163,6 +167,9 @@ void from_json(const json& j, Record& r) {
   if (auto it = j.find("triggers"); it != j.end()) it->get_to(r.triggers);
   if (auto it = j.find("questions"); it != j.end())
     for (const auto& q : *it) r.questions.push_back({q.at("trigger").get<std::string>(), q.at("id").get<std::string>()});
+  if (auto it = j.find("questions_before"); it != j.end())
+    for (const auto& q : *it)
+      r.questions_before.push_back({q.at("trigger").get<std::string>(), q.at("id").get<std::string>()});
   r.report = j.value("report", std::string{});
   if (auto it = j.find("build_exit"); it != j.end() && it->is_number()) r.build_exit = it->get<int>();
   if (auto it = j.find("ctest_exit"); it != j.end() && it->is_number()) r.ctest_exit = it->get<int>();

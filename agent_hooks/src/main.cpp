@@ -75,10 +75,10 @@ int main(int argc, char** argv) {
   std::string trigger;
   std::string ask_report;
   auto* ask = app.add_subcommand("ask", "Print one question for a trigger (logged in the lineage)");
-  ask->add_option("--trigger", trigger, "stall|cycle|limit|done|suspicious|regression")
+  ask->add_option("--trigger", trigger, "stall|cycle|limit|done|suspicious|regression|correctness")
       ->required()
       ->check(CLI::IsMember(all_triggers()));
-  ask->add_option("--report", ask_report, "Report for the limit context (default: the latest lineage record)")
+  ask->add_option("--report", ask_report, "Report for the limit context and for choosing done/correctness questions (default: the latest evaluation)")
       ->check(CLI::ExistingFile);
 
   std::string record_report;

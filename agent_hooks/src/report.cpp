@@ -53,6 +53,7 @@ void from_json(const json& j, Timing& t) {
 
 void to_json(json& j, const ScenarioResult& s) {
   j = json{{"id", s.id}};
+  if (!s.shape.empty()) j["shape"] = s.shape;
   put_opt(j, "correct", s.correct);
   put_opt(j, "o_max_abs", s.o_max_abs);
   put_opt(j, "lse_max_abs", s.lse_max_abs);
@@ -68,6 +69,7 @@ void to_json(json& j, const ScenarioResult& s) {
 
 void from_json(const json& j, ScenarioResult& s) {
   j.at("id").get_to(s.id);
+  if (auto it = j.find("shape"); it != j.end() && it->is_string()) s.shape = it->get<std::string>();
   get_opt(j, "correct", s.correct);
   get_opt(j, "o_max_abs", s.o_max_abs);
   get_opt(j, "lse_max_abs", s.lse_max_abs);

@@ -79,6 +79,27 @@ TEST(Cli, AskPrintsAQuestion) {
   EXPECT_NE(r.out.find('?'), std::string::npos) << r.out;
 }
 
+std::size_t count_of(const std::string& text, const std::string& what) {
+  std::size_t n = 0;
+  for (auto p = text.find(what); p != std::string::npos; p = text.find(what, p + 1)) ++n;
+  return n;
+}
+
+TEST(Cli, AskCorrectnessAndDoneChooseByTheReport) {
+  test::Sandbox sb(false);
+  auto report = test::report_json("fail", 1.0, 0.99, 1.01, {{"gate_t", false}}, {"CORRECTNESS_FAILED"});
+  report["reasons"][0]["scenarios"] = {"gate_t"};
+  report["scenarios"][0]["shape"] = "b=1 sq=1000 sk=2000 hq=8 hkv=8 d=64 noncausal bf16";
+  auto file = test::write_report(sb.dir / "r.json", report);
+  auto r = attngate(sb, {"ask", "--trigger", "correctness", "--report", file.string()});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("\nread: "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("chosen by: the failing scenarios share tail, seqlen_mismatch"), std::string::npos) << r.out;
+  r = attngate(sb, {"ask", "--trigger", "done", "--report", file.string()});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("chosen by: reason CORRECTNESS_FAILED"), std::string::npos) << r.out;
+}
+
 // `attngate gate` and the stop hook over the stand-in gate of test_util.hpp.
 class FakeGate : public ::testing::Test {
  protected:
@@ -239,6 +260,22 @@ TEST_F(FakeGate, StopHookRefusesWithADoneQuestionUntilTheGatePasses) {
   EXPECT_EQ(c.records[0].questions.back().trigger, "done");
   EXPECT_NE(c.records[1].questions.back().id, c.records[0].questions.back().id);
   for (const auto& q : c.records[2].questions) EXPECT_NE(q.trigger, "done");
+}
+
+TEST_F(FakeGate, GateAndStopHookPrintExactlyOneQuestion) {
+  auto wrong = test::report_json("fail", 0.93, 0.92, 0.94, {{"gate_a", false}}, {"CORRECTNESS_FAILED"});
+  next_report(wrong);
+  auto r = attngate(sb, {"gate", "--build-dir", build.string(), "--quiet"});
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  EXPECT_EQ(count_of(r.out, "  question ("), 1u) << r.out;
+  EXPECT_NE(r.out.find("question (correctness): "), std::string::npos) << r.out;
+
+  // Same source again: a cycle signal beside the stop hook's done, still one question.
+  next_report(test::report_json("fail", 0.93, 0.92, 0.94, {{"gate_a"}}, {"GEOMEAN_BELOW_TARGET"}));
+  r = attngate(sb, {"stop-hook", "--build-dir", build.string()}, R"({"session_id": "s9", "stop_hook_active": false})");
+  EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+  EXPECT_NE(r.err.find("signal cycle/"), std::string::npos) << r.err;
+  EXPECT_EQ(count_of(r.err, "  question ("), 1u) << r.err;
 }
 
 TEST_F(FakeGate, StopHookCapsRefusalsInASession) {

@@ -379,5 +379,41 @@ TEST_F(SuspiciousGain, CommitRefusesAGainTheGateDidNotReMeasure) {
   EXPECT_NE(refusal().find("run attngate gate again so the re-measurement confirms it"), std::string::npos);
 }
 
+
+TEST_F(Commit, HistoryNamesTheQuestionsAskedBeforeEachCommittedGain) {
+  sb.set_candidate("// v1\n");
+  EXPECT_EQ(gate(report("fail", 0.9, 0.85, {"GEOMEAN_BELOW_TARGET"})), kExitFail);
+  ASSERT_EQ(cmd_ask(sb.ctx, "stall", std::nullopt), kExitPass);  // stall.memory, about version 1
+  sb.set_candidate("// v2\n");
+  EXPECT_EQ(gate_pass(1.05, 1.03), kExitPass);
+  ASSERT_EQ(cmd_ask(sb.ctx, "limit", std::nullopt), kExitPass);  // asked after version 2 was measured
+  ASSERT_EQ(commit(), kExitPass) << refusal();
+
+  auto c = Lineage(sb.ctx.lineage).read();
+  ASSERT_EQ(c.records.back().type, "commit");
+  EXPECT_EQ(c.records.back().version, 2);
+  ASSERT_EQ(c.records.back().questions_before.size(), 1u);
+  EXPECT_EQ(c.records.back().questions_before[0].id, "stall.memory");
+  EXPECT_EQ(c.evaluations().size(), 2u);  // a commit record is no evaluation
+
+  sb.set_candidate("// v3\n");
+  EXPECT_EQ(gate_pass(1.2, 1.1), kExitPass);
+  ASSERT_EQ(commit(), kExitPass) << refusal();
+
+  sb.clear_streams();
+  ASSERT_EQ(cmd_history(sb.ctx), kExitPass) << sb.err.str();
+  const std::string h = sb.out.str();
+  auto v2 = h.find("committed; questions asked before this gain: stall.memory\n");
+  auto v3 = h.find("committed; questions asked before this gain: limit.peak\n");
+  EXPECT_NE(v2, std::string::npos) << h;
+  EXPECT_NE(v3, std::string::npos) << h;
+  EXPECT_LT(v2, v3) << h;
+  EXPECT_EQ(h.find("ask:commit"), std::string::npos) << h;
+  // The line follows the committed version's row.
+  auto row2 = h.find("\n2      ");
+  ASSERT_NE(row2, std::string::npos) << h;
+  EXPECT_EQ(h.find('\n', row2 + 1) + 1, v2 - 9) << h;
+}
+
 }  // namespace
 }  // namespace attngate::hooks

@@ -43,10 +43,10 @@ struct Receipt {
 };
 
 struct Record {
-  std::string type = "evaluation";  // or "ask"
+  std::string type = "evaluation";  // or "ask", or "commit" (written by `attngate commit`)
   int version = 0;                  // evaluations: 1 + earlier evaluations; asks: the version asked about
   std::string time;                 // ISO 8601, UTC
-  std::string source;               // gate | record | stop_hook | ask
+  std::string source;               // gate | record | stop_hook | ask | commit
   std::string session;              // the agent session (stop hook), when known
   std::string candidate_sha256;       // candidate.cu's bytes (churn, versions store)
   std::string candidate_tree_sha256;  // the whole candidate folder (candidate_tree.hpp), before the build
@@ -63,6 +63,7 @@ struct Record {
   std::vector<Signal> signals;
   std::vector<std::string> triggers;
   std::vector<QuestionRef> questions;
+  std::vector<QuestionRef> questions_before;  // commit records: the questions asked since the previous commit
   std::string report;
   std::optional<int> build_exit, ctest_exit;
   bool suspicious_confirmed = false;  // the report's re-measurement confirmed a suspicious gain

@@ -21,6 +21,7 @@ struct Timing {
 
 struct ScenarioResult {
   std::string id;
+  std::string shape;  // "b=4 sq=4096 sk=4096 hq=.. hkv=.. d=128 causal bf16"; empty when not reported
   std::optional<bool> correct;
   std::optional<double> o_max_abs, lse_max_abs;
   std::optional<double> speedup, ci_low, ci_high, tflops, percent_of_peak;
