@@ -58,9 +58,9 @@ class WorkerProcess {
  public:
   explicit WorkerProcess(std::string path) : path_(std::move(path)) { spawn(); }
   ~WorkerProcess() {
-    if (to_ >= 0) ::close(to_);
+    if (to_ >= 0) ::close(to_);  // the worker's end of the exchange: it exits on end of input
     if (from_ >= 0) ::close(from_);
-    if (pid_ > 0) ::waitpid(pid_, nullptr, 0);
+    if (pid_ > 0) reap(nullptr);
   }
 
   worker::Reply call(const worker::Request& r) {
@@ -124,13 +124,28 @@ class WorkerProcess {
     }
   }
 
-  [[noreturn]] void fail(const std::string& what) {
+  // Waits for the worker to end, saying how in *how. A worker that lives on must not hang the
+  // judge: a second's grace to exit on its own (its status is then its own), then it is killed.
+  void reap(std::string* how) {
     int status = 0;
-    std::string how;
-    if (::waitpid(pid_, &status, 0) == pid_) {
-      if (WIFEXITED(status)) how = "; it exited with status " + std::to_string(WEXITSTATUS(status));
-      if (WIFSIGNALED(status)) how = std::string("; it was killed by signal ") + strsignal(WTERMSIG(status));
+    pid_t done = 0;
+    for (int i = 0; i < 100 && (done = ::waitpid(pid_, &status, WNOHANG)) == 0; ++i) ::usleep(10000);
+    std::string said;
+    if (done == 0) {
+      ::kill(pid_, SIGKILL);
+      ::waitpid(pid_, &status, 0);
+      said = "; it was still running and was killed";
+    } else if (done == pid_ && WIFEXITED(status)) {
+      said = "; it exited with status " + std::to_string(WEXITSTATUS(status));
+    } else if (done == pid_ && WIFSIGNALED(status)) {
+      said = std::string("; it was killed by signal ") + strsignal(WTERMSIG(status));
     }
+    if (how) *how = said;
+  }
+
+  [[noreturn]] void fail(const std::string& what) {
+    std::string how;
+    reap(&how);
     died_ = "worker " + path_ + " (pid " + std::to_string(pid_) + "): " + what + how;
     pid_ = -1;
     throw std::runtime_error(died_);
