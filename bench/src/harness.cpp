@@ -1,6 +1,7 @@
 #include "attngate/bench/harness.hpp"
 
 #include <algorithm>
+#include <cstdlib>
 #include <chrono>
 #include <iostream>
 #include <map>
@@ -187,15 +188,17 @@ void Harness::check_call(Contestant& c, verify::Problem& p, const verify::Device
                            "reference: " + reasons + " (so the timed calls are not the computation verification checked)");
 }
 
-void Harness::check_timed_run(Contestant& c, const Scenario& s, const verify::GroundTruth& truth) {
+void Harness::check_timed_run(Contestant& c, const Scenario& s, const verify::DeviceTruth& truth) {
   const std::string& name = c.kernel->name;
   verify::Problem& p = *c.inputs.front();  // refilled by measure() with the contents `truth` is of
+  verify::DeviceSnapshot seen = verify::make_snapshot(p);
   p.o.poison(stream_);
   p.lse.poison(stream_);
   timed_call(c, 0, false, next_call_id_++, /*device_sync=*/false);
-  const verify::OutputSnapshot seen = verify::read_outputs(p, stream_);
+  verify::take_snapshot(p, seen, stream_);
+  const verify::DeviceErrors e = verify::snapshot_errors(p, seen, truth, stream_);
   ATTNGATE_CUDA_CHECK(cudaDeviceSynchronize());
-  const verify::SnapshotDiff late = verify::diff_outputs(seen, verify::read_outputs(p, stream_));
+  const verify::DeviceDiff late = verify::diff_from_snapshot(p, seen, stream_);
   if (late.o > 0 || late.lse > 0) {
     int foreign = 0;
     for (const auto& t : c.series.traces) foreign += t.foreign_stream_kernels;
@@ -214,12 +217,9 @@ void Harness::check_timed_run(Contestant& c, const Scenario& s, const verify::Gr
   }
   const int64_t o_guard = p.o.guard_violations(stream_);
   const int64_t lse_guard = p.lse.guard_violations(stream_);
-  const std::vector<float> o = verify::o_as_float(seen.o, s.dtype);
-  const verify::ErrorStats eo = verify::compare(o.data(), truth.o.data(), int64_t(o.size()));
-  const verify::ErrorStats el = verify::compare(seen.lse.data(), truth.lse.data(), int64_t(seen.lse.size()));
   // The initial kernel's absolute bounds of the suite defaults: loose enough for any kernel that
   // passes verification, far below what a stale, skipped or partial output gives.
-  verify::Judgement j = verify::judge_absolute(eo, el, Tolerance{}.of(s.dtype));
+  verify::Judgement j = verify::judge_absolute(e.o, e.lse, Tolerance{}.of(s.dtype));
   if (o_guard > 0) j.fail("O: " + std::to_string(o_guard) + " bytes written outside the output tensor");
   if (lse_guard > 0) j.fail("LSE: " + std::to_string(lse_guard) + " bytes written outside the LSE tensor");
   if (j.pass) return;
@@ -235,6 +235,16 @@ Measurement Harness::measure(const Scenario& s, const std::vector<const KernelIn
                              const MeasureOptions& opt) {
   if (kernels.empty()) throw std::invalid_argument("measure: no kernel given");
   const auto t_setup = Clock::now();
+  // ATTNGATE_BENCH_PHASES=1: where a scenario's time goes, on stderr (setup is most of a gate run).
+  static const bool show_phases = std::getenv("ATTNGATE_BENCH_PHASES") != nullptr;
+  auto t_phase = t_setup;
+  std::string phases;
+  auto phase = [&](const char* name) {
+    if (!show_phases) return;
+    const auto now = Clock::now();
+    phases += std::string(" ") + name + "=" + std::to_string(int(std::chrono::duration<double, std::milli>(now - t_phase).count())) + "ms";
+    t_phase = now;
+  };
   Measurement m;
   m.scenario = s.id;
   m.flush_bytes = flush_bytes_;
@@ -262,6 +272,11 @@ Measurement Harness::measure(const Scenario& s, const std::vector<const KernelIn
       cs[i].series.kernel_tree_dir = verify::remote::kernel_tree_dir(*cs[i].remote);
       cs[i].series.inventory = verify::remote::inventory(*cs[i].remote);
     }
+    // Each contestant's buffers in its own pool, kept from scenario to scenario: its worker maps
+    // them once, and never sees the other kernel's outputs.
+    if (pools_.size() <= i) pools_.resize(i + 1);
+    if (!pools_[i]) pools_[i] = std::make_unique<verify::KernelPool>();
+    verify::PoolScope pool(*pools_[i]);
     for (int r = 0; r < sets; ++r) {
       // Every kernel gets the same data (same seeds) in its own buffers.
       auto p = std::make_unique<verify::Problem>(s);
@@ -270,6 +285,7 @@ Measurement Harness::measure(const Scenario& s, const std::vector<const KernelIn
     }
   }
   ATTNGATE_CUDA_CHECK(cudaStreamSynchronize(stream_));
+  phase("alloc_fill");
   // The ground truth of each input set (every kernel has the same contents), kept on the device
   // for the checks of timed calls.
   std::vector<verify::DeviceTruth> truths;
@@ -279,13 +295,16 @@ Measurement Harness::measure(const Scenario& s, const std::vector<const KernelIn
   for (int i = 0; i < opt.fresh_points; ++i)
     fresh_rounds.insert(1 + int(rng() % uint64_t(std::max(2 * opt.untraced_block, 2))));
 
+  phase("truths");
   // First launch without the hold: lazy module loading may synchronize with the device.
   for (auto& c : cs) {
     c.inputs[0]->launch(*c.kernel, stream_);
     ATTNGATE_CUDA_CHECK(cudaStreamSynchronize(stream_));
   }
+  phase("first_launch");
   for (int w = 0; w < opt.warmups; ++w)
     for (auto& c : cs) timed_call(c, size_t(w % sets), false, next_call_id_++);
+  phase("warmup");
 
   CuptiTracer& tracer = CuptiTracer::instance();
   const HarnessMarkers markers{kHoldKernelName, flush_bytes_};
@@ -346,6 +365,7 @@ Measurement Harness::measure(const Scenario& s, const std::vector<const KernelIn
   tracer.dropped_records();
   sample_clock(clocks);
   m.setup_s = seconds_since(t_setup);
+  phase("traced_warmup");
 
   const auto t_loop = Clock::now();
   std::vector<const std::vector<double>*> resolved;
@@ -396,6 +416,7 @@ Measurement Harness::measure(const Scenario& s, const std::vector<const KernelIn
     }
   }
   m.loop_s = seconds_since(t_loop);
+  phase("loop");
 
   // The timed calls must be the calls verification checked: same output, same stream, no state.
   // New contents at the same pointers, from a seed no timed call used, the same for every kernel
@@ -404,9 +425,10 @@ Measurement Harness::measure(const Scenario& s, const std::vector<const KernelIn
   if (opt.check_timed_run) {
     for (auto& c : cs)
       c.inputs.front()->fill(verify::scenario_seed(opt.seed ^ 0xC4EC4ED0ull, s.id, 0), Distribution::standard, stream_);
-    const verify::GroundTruth truth = verify::gpu_ground_truth(*cs.front().inputs.front(), stream_);
+    const verify::DeviceTruth truth = verify::device_ground_truth(*cs.front().inputs.front(), stream_);
     for (auto& c : cs) check_timed_run(c, s, truth);
   }
+  phase("check_timed_run");
   for (const auto& c : cs) {
     if (c.series.stream_state_changes > 0)
       throw TimedRunCheckError(TimedRunCheckError::kStreamState, c.kernel->name, s.id,
@@ -435,6 +457,10 @@ Measurement Harness::measure(const Scenario& s, const std::vector<const KernelIn
     if (c.series.isolated) c.series.foreign_kernels = foreign_kernels(c.series);
     m.series.push_back(std::move(c.series));
   }
+  cs.clear();  // frees the input sets (and unmaps them from the workers)
+  truths.clear();
+  phase("teardown");
+  if (show_phases) std::cerr << "attngate_bench: phases " << s.id << ":" << phases << std::endl;
   return m;
 }
 

@@ -12,8 +12,14 @@
 
 namespace attngate::verify {
 
-DeviceBuffer::DeviceBuffer(size_t bytes) : bytes_(bytes) {
-  if (bytes > 0) ATTNGATE_CUDA_CHECK(cudaMalloc(&ptr_, bytes));
+DeviceBuffer::DeviceBuffer(size_t bytes, bool for_kernel) : bytes_(bytes) {
+  if (bytes == 0) return;
+  if (for_kernel && PoolScope::current()) {
+    pool_ = PoolScope::current();
+    ptr_ = pool_->take(bytes);
+    return;
+  }
+  ATTNGATE_CUDA_CHECK(cudaMalloc(&ptr_, bytes));
   remote::track_allocation(ptr_, bytes_);
 }
 
@@ -22,8 +28,10 @@ DeviceBuffer& DeviceBuffer::operator=(DeviceBuffer&& o) noexcept {
     release();
     ptr_ = o.ptr_;
     bytes_ = o.bytes_;
+    pool_ = o.pool_;
     o.ptr_ = nullptr;
     o.bytes_ = 0;
+    o.pool_ = nullptr;
   }
   return *this;
 }
@@ -32,13 +40,88 @@ DeviceBuffer::~DeviceBuffer() { release(); }
 
 void DeviceBuffer::release() noexcept {
   if (!ptr_) return;
-  remote::untrack_allocation(ptr_);  // workers that mapped it unmap it first
-  cudaFree(ptr_);  // no throw from a destructor; a failure here surfaces at the next call
+  if (pool_) {
+    pool_->give_back(ptr_);
+  } else {
+    remote::untrack_allocation(ptr_);  // workers that mapped it unmap it first
+    cudaFree(ptr_);  // no throw from a destructor; a failure here surfaces at the next call
+  }
   ptr_ = nullptr;
+  pool_ = nullptr;
+}
+
+namespace {
+thread_local KernelPool* t_pool = nullptr;
+constexpr size_t kPoolAlign = 256;
+constexpr size_t kChunkRound = size_t(2) << 20;
+}  // namespace
+
+PoolScope::PoolScope(KernelPool& pool) : previous_(t_pool) { t_pool = &pool; }
+PoolScope::~PoolScope() { t_pool = previous_; }
+KernelPool* PoolScope::current() { return t_pool; }
+
+KernelPool::~KernelPool() { release_chunks(); }
+
+size_t KernelPool::capacity() const {
+  size_t total = 0;
+  for (const auto& c : chunks_) total += c.bytes;
+  return total;
+}
+
+void KernelPool::add_chunk(size_t bytes) {
+  bytes = (bytes + kChunkRound - 1) / kChunkRound * kChunkRound;
+  Chunk c;
+  ATTNGATE_CUDA_CHECK(cudaMalloc(&c.base, bytes));
+  c.bytes = bytes;
+  remote::track_allocation(c.base, c.bytes);
+  chunks_.push_back(c);
+}
+
+void KernelPool::release_chunks() noexcept {
+  for (const auto& c : chunks_) {
+    remote::untrack_allocation(c.base);
+    cudaFree(c.base);
+  }
+  chunks_.clear();
+  current_ = used_ = 0;
+}
+
+void* KernelPool::take(size_t bytes) {
+  bytes = (bytes + kPoolAlign - 1) / kPoolAlign * kPoolAlign;
+  while (current_ < chunks_.size() && chunks_[current_].bytes - used_ < bytes) {
+    ++current_;
+    used_ = 0;
+  }
+  if (current_ == chunks_.size()) {
+    // Grow by at least the last chunk's size, so that a run of bigger scenarios settles quickly.
+    add_chunk(std::max(bytes, chunks_.empty() ? size_t(0) : chunks_.back().bytes));
+    current_ = chunks_.size() - 1;
+    used_ = 0;
+  }
+  void* p = static_cast<char*>(chunks_[current_].base) + used_;
+  used_ += bytes;
+  ++outstanding_;
+  return p;
+}
+
+void KernelPool::give_back(void*) noexcept {
+  if (--outstanding_ > 0) return;
+  // Nothing is taken: carve from the start again. Several chunks become one of their total size
+  // (freed now, allocated at the next take), so a scenario that needed them all fits in one.
+  if (chunks_.size() > 1) {
+    const size_t total = capacity();
+    release_chunks();
+    try {
+      add_chunk(total);
+    } catch (...) {
+      // Out of memory now: the next take allocates what it needs.
+    }
+  }
+  current_ = used_ = 0;
 }
 
 GuardedBuffer::GuardedBuffer(size_t bytes, size_t guard_bytes)
-    : raw_(bytes + 2 * guard_bytes), bytes_(bytes), guard_(guard_bytes) {}
+    : raw_(bytes + 2 * guard_bytes, /*for_kernel=*/true), bytes_(bytes), guard_(guard_bytes) {}
 
 void GuardedBuffer::poison(cudaStream_t s) {
   ATTNGATE_CUDA_CHECK(cudaMemsetAsync(raw_.get(), kGuardByte, guard_, s));
@@ -104,9 +187,9 @@ __global__ void to_float_kernel(const T* in, float* out, int64_t n) {
 
 Problem::Problem(const Scenario& s)
     : scenario(s),
-      q(size_t(q_elems()) * element_bytes(s.dtype)),
-      k(size_t(kv_elems()) * element_bytes(s.dtype)),
-      v(size_t(kv_elems()) * element_bytes(s.dtype)),
+      q(size_t(q_elems()) * element_bytes(s.dtype), /*for_kernel=*/true),
+      k(size_t(kv_elems()) * element_bytes(s.dtype), /*for_kernel=*/true),
+      v(size_t(kv_elems()) * element_bytes(s.dtype), /*for_kernel=*/true),
       o(size_t(q_elems()) * element_bytes(s.dtype),
         guard_bytes_for(s, size_t(s.heads_q) * s.head_dim * element_bytes(s.dtype))),
       lse(size_t(lse_elems()) * sizeof(float), guard_bytes_for(s, size_t(s.seqlen_q) * sizeof(float))) {

@@ -14,6 +14,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <iostream>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -64,7 +65,7 @@ class WorkerProcess {
   }
 
   worker::Reply call(const worker::Request& r) {
-    if (pid_ <= 0) throw std::runtime_error(died_);
+    if (pid_ <= 0) restart();
     const std::string line = nlohmann::json(r).dump() + "\n";
     for (size_t done = 0; done < line.size();) {
       const ssize_t n = ::write(to_, line.data() + done, line.size() - done);
@@ -98,6 +99,22 @@ class WorkerProcess {
     from_ = rep[0];
     if (rc != 0) throw std::runtime_error("cannot start worker " + path_ + ": " + std::strerror(rc));
     pid_ = pid;
+  }
+
+  // A worker that died on one call (a crash, a hang it was killed for) is started again for the
+  // next: the call that killed it was reported, and the next scenario gets a clean process.
+  void restart() {
+    if (to_ >= 0) ::close(to_);
+    if (from_ >= 0) ::close(from_);
+    to_ = from_ = -1;
+    buffer_.clear();
+    opened.clear();
+    std::cerr << "attngate: starting worker " << path_ << " again (" << died_ << ")" << std::endl;
+    spawn();
+    worker::Request hello;
+    hello.op = "hello";
+    const worker::Reply r = call(hello);
+    if (!r.ok || r.protocol != worker::kProtocolVersion) fail("the restarted worker did not answer hello");
   }
 
   std::string read_line() {
@@ -224,6 +241,8 @@ cudaError_t launch_status(const RemoteKernel& k, const worker::Reply& r) {
   return cudaSuccess;
 }
 
+std::string g_last_stream_state;  // of the last launch through a worker
+
 cudaError_t forward_launch(RemoteKernel& k, const AttnParams& p, cudaStream_t st) {
   // The worker's stream cannot wait for ours: what the judge enqueued (inputs, poison) must be done.
   ATTNGATE_CUDA_CHECK(cudaStreamSynchronize(st));
@@ -231,7 +250,9 @@ cudaError_t forward_launch(RemoteKernel& k, const AttnParams& p, cudaStream_t st
   r.op = "launch";
   r.kernel = k.name;
   r.params = wire(p, *k.worker);
-  return launch_status(k, k.worker->call(r));
+  const worker::Reply reply = k.worker->call(r);
+  g_last_stream_state = reply.stream_state;
+  return launch_status(k, reply);
 }
 
 template <int I>
@@ -290,6 +311,12 @@ void load_workers(int& argc, char** argv) {
   }
   argc = out;
   argv[argc] = nullptr;
+}
+
+std::string take_stream_state() {
+  std::string out;
+  out.swap(g_last_stream_state);
+  return out;
 }
 
 RemoteKernel* find(const KernelInfo& k) {

@@ -3,6 +3,8 @@
 #include <cuda_fp16.h>
 
 #include <algorithm>
+#include <chrono>
+#include <cstdlib>
 #include <cstdio>
 #include <cstring>
 #include <sstream>
@@ -10,7 +12,9 @@
 #include "attngate/cpu_reference.hpp"
 #include "attngate/cuda_check.hpp"
 #include "attngate/gpu_reference.hpp"
+#include "attngate/kernel_status.hpp"
 #include "attngate/verify/problem.hpp"
+#include "attngate/verify/remote.hpp"
 
 namespace attngate::verify {
 
@@ -28,64 +32,6 @@ void judge_ceiling(Judgement& j, const ErrorStats& o, const ErrorStats& lse, con
   const Judgement ceiling = judge_absolute(o, lse, tol);
   for (const auto& r : ceiling.reasons)
     if (r.find("bound") != std::string::npos) j.fail(r + " (the dtype's ceiling, whatever the initial kernel's error)");
-}
-
-GroundTruth gpu_ground_truth(Problem& p, cudaStream_t st) {
-  DeviceBuffer o_ref(size_t(p.q_elems()) * sizeof(float));
-  DeviceBuffer lse_ref(size_t(p.lse_elems()) * sizeof(float));
-  AttnParams params = p.params;
-  params.lse = static_cast<float*>(lse_ref.get());
-  ATTNGATE_CUDA_CHECK(gpu_reference_fp32(params, static_cast<float*>(o_ref.get()), st));
-  GroundTruth t{std::vector<float>(p.q_elems()), std::vector<float>(p.lse_elems())};
-  ATTNGATE_CUDA_CHECK(cudaMemcpyAsync(t.o.data(), o_ref.get(), o_ref.bytes(), cudaMemcpyDeviceToHost, st));
-  ATTNGATE_CUDA_CHECK(cudaMemcpyAsync(t.lse.data(), lse_ref.get(), lse_ref.bytes(), cudaMemcpyDeviceToHost, st));
-  ATTNGATE_CUDA_CHECK(cudaStreamSynchronize(st));
-  return t;
-}
-
-OutputSnapshot read_outputs(const Problem& p, cudaStream_t st) {
-  // Copies ordered on `st` only; a copy into pageable memory returns when it is done, and the
-  // stream synchronize covers the rest. Nothing here waits for other streams.
-  OutputSnapshot s{std::vector<uint16_t>(size_t(p.q_elems())), std::vector<float>(size_t(p.lse_elems()))};
-  static_assert(sizeof(uint16_t) == 2, "O elements are 16-bit");
-  ATTNGATE_CUDA_CHECK(cudaMemcpyAsync(s.o.data(), p.o.data(), s.o.size() * 2, cudaMemcpyDeviceToHost, st));
-  ATTNGATE_CUDA_CHECK(
-      cudaMemcpyAsync(s.lse.data(), p.lse.data(), s.lse.size() * sizeof(float), cudaMemcpyDeviceToHost, st));
-  ATTNGATE_CUDA_CHECK(cudaStreamSynchronize(st));
-  return s;
-}
-
-std::vector<float> o_as_float(const std::vector<uint16_t>& o, DType dtype) {
-  std::vector<float> out(o.size());
-  if (dtype == DType::bf16) {
-    for (size_t i = 0; i < o.size(); ++i) {
-      const uint32_t bits = uint32_t(o[i]) << 16;  // bf16 is the top half of an fp32
-      std::memcpy(&out[i], &bits, 4);
-    }
-  } else {
-    for (size_t i = 0; i < o.size(); ++i) {
-      __half h;
-      std::memcpy(&h, &o[i], 2);
-      out[i] = __half2float(h);
-    }
-  }
-  return out;
-}
-
-SnapshotDiff diff_outputs(const OutputSnapshot& a, const OutputSnapshot& b) {
-  SnapshotDiff d;
-  const size_t no = std::min(a.o.size(), b.o.size());
-  for (size_t i = 0; i < no; ++i) {
-    if (a.o[i] != b.o[i]) {
-      ++d.o;
-      d.o_poison += b.o[i] == 0xFFFFu;
-    }
-  }
-  d.o += int64_t(std::max(a.o.size(), b.o.size()) - no);
-  const size_t nl = std::min(a.lse.size(), b.lse.size());
-  for (size_t i = 0; i < nl; ++i) d.lse += std::memcmp(&a.lse[i], &b.lse[i], sizeof(float)) != 0;
-  d.lse += int64_t(std::max(a.lse.size(), b.lse.size()) - nl);
-  return d;
 }
 
 StreamState read_stream_state(cudaStream_t st) {
@@ -141,20 +87,27 @@ void reset_stream_state(cudaStream_t st, const StreamState& baseline) {
   }
 }
 
-GuardedCall guarded_call(Problem& p, const KernelInfo& kernel, cudaStream_t st) {
-  GuardedCall c;
+DeviceCall device_guarded_call(Problem& p, const KernelInfo& kernel, const DeviceTruth& truth, DeviceSnapshot& mine,
+                               const DeviceSnapshot* previous, cudaStream_t st) {
+  DeviceCall c;
   const StreamState before = read_stream_state(st);
   p.o.poison(st);
   p.lse.poison(st);
+  remote::take_stream_state();  // what an earlier call reported is not this one's
   p.launch(kernel, st);
   // The kernel's stream has finished: this is what a caller synchronizing that stream gets.
   ATTNGATE_CUDA_CHECK(cudaStreamSynchronize(st));
-  c.seen = read_outputs(p, st);
+  take_snapshot(p, mine, st);
+  c.errors = snapshot_errors(p, mine, truth, st);
+  if (previous) c.repeat = diff_from_snapshot(p, *previous, st);
   c.stream_state = describe_state_change(before, read_stream_state(st));
   if (!c.stream_state.empty()) reset_stream_state(st, before);
+  // A kernel in a worker: the worker undid what the call left on its own stream and device.
+  if (std::string remote_state = remote::take_stream_state(); !remote_state.empty())
+    c.stream_state += (c.stream_state.empty() ? "" : "; ") + remote_state;
   // Anything still running elsewhere on the device finishes here; the outputs must not change.
   ATTNGATE_CUDA_CHECK(cudaDeviceSynchronize());
-  c.late = diff_outputs(c.seen, read_outputs(p, st));
+  c.late = diff_from_snapshot(p, mine, st);
   c.o_guard = p.o.guard_violations(st);
   c.lse_guard = p.lse.guard_violations(st);
   return c;
@@ -164,11 +117,17 @@ namespace {
 
 constexpr Distribution kDistributions[] = {Distribution::standard, Distribution::large_scores};
 
-GroundTruth eigen_truth(const Problem& p, uint64_t seed, Distribution d) {
+// ---- The reference kernel, checked against Eigen on the host -------------------------------
+
+struct HostTruth {
+  std::vector<float> o, lse;
+};
+
+HostTruth eigen_truth(const Problem& p, uint64_t seed, Distribution d) {
   const auto q = host_input(p.params, 0, seed, d);
   const auto k = host_input(p.params, 1, seed, d);
   const auto v = host_input(p.params, 2, seed, d);
-  GroundTruth t{std::vector<float>(p.q_elems()), std::vector<float>(p.lse_elems())};
+  HostTruth t{std::vector<float>(p.q_elems()), std::vector<float>(p.lse_elems())};
   cpu_reference(p.params, q.data(), k.data(), v.data(), t.o.data(), t.lse.data());
   return t;
 }
@@ -177,21 +136,47 @@ struct Stats {
   ErrorStats o, lse;
 };
 
-Stats compare_to_truth(const OutputSnapshot& got, const GroundTruth& truth, DType dtype) {
-  const std::vector<float> o = o_as_float(got.o, dtype);
+// gpu_reference_fp32 on the problem's inputs, copied to the host and compared with Eigen's.
+Stats run_gpu_reference(Problem& p, const HostTruth& truth, cudaStream_t st) {
+  const DeviceTruth g = device_ground_truth(p, st);
+  std::vector<float> o(size_t(p.q_elems())), lse(size_t(p.lse_elems()));
+  ATTNGATE_CUDA_CHECK(cudaMemcpyAsync(o.data(), g.o.get(), g.o.bytes(), cudaMemcpyDeviceToHost, st));
+  ATTNGATE_CUDA_CHECK(cudaMemcpyAsync(lse.data(), g.lse.get(), g.lse.bytes(), cudaMemcpyDeviceToHost, st));
+  ATTNGATE_CUDA_CHECK(cudaStreamSynchronize(st));
   return {compare(o.data(), truth.o.data(), int64_t(o.size())),
-          compare(got.lse.data(), truth.lse.data(), int64_t(got.lse.size()))};
+          compare(lse.data(), truth.lse.data(), int64_t(lse.size()))};
 }
 
-// The GPU reference run through gpu_reference_fp32, for comparison with Eigen.
-Stats run_gpu_reference(Problem& p, const GroundTruth& truth, cudaStream_t st) {
-  const GroundTruth g = gpu_ground_truth(p, st);
-  return {compare(g.o.data(), truth.o.data(), int64_t(g.o.size())),
-          compare(g.lse.data(), truth.lse.data(), int64_t(g.lse.size()))};
+CaseOutcome verify_reference(const KernelInfo& kernel, const Scenario& s, uint64_t base_seed, cudaStream_t st) {
+  CaseOutcome c;
+  c.kernel = kernel.name;
+  c.scenario = s.id;
+  c.ground_truth = "eigen_cpu";
+  c.base_seed = base_seed;
+  Problem p(s);
+  int index = 0;
+  for (Distribution d : kDistributions) {
+    DistributionOutcome r;
+    r.distribution = d;
+    r.seed = scenario_seed(base_seed, s.id, index++);
+    p.fill(r.seed, d, st);
+    const Stats run = run_gpu_reference(p, eigen_truth(p, r.seed, d), st);
+    const DtypeTolerance fp32_bound{kReferenceAgreement, kReferenceAgreement, kReferenceAgreement, kReferenceAgreement};
+    r.judgement = judge_absolute(run.o, run.lse, fp32_bound);
+    r.o = run.o;
+    r.lse = run.lse;
+    r.o_worst_at = bshd_location(run.o.worst_index, s.seqlen_q, s.heads_q, s.head_dim);
+    r.lse_worst_at = lse_location(run.lse.worst_index, s.seqlen_q, s.heads_q);
+    c.runs.push_back(std::move(r));
+  }
+  c.status = c.pass() ? "passed" : "failed";
+  return c;
 }
+
+// ---- Kernels against the device ground truth -------------------------------------------------
 
 // Adds the anti-gaming verdicts of the kernel's two calls on one distribution's inputs.
-void judge_calls(DistributionOutcome& r, const GuardedCall& first, const GuardedCall& second, int64_t o_total) {
+void judge_calls(DistributionOutcome& r, const DeviceCall& first, const DeviceCall& second, int64_t o_total) {
   r.o_guard_violations = std::max(first.o_guard, second.o_guard);
   r.lse_guard_violations = std::max(first.lse_guard, second.lse_guard);
   if (r.o_guard_violations > 0)
@@ -213,7 +198,7 @@ void judge_calls(DistributionOutcome& r, const GuardedCall& first, const Guarded
     r.judgement.fail(std::string(kReasonStreamState) + " the call left " + r.stream_state +
                      "; a launch may only enqueue work on its stream (the harness undid it)");
 
-  const SnapshotDiff rep = diff_outputs(first.seen, second.seen);
+  const DeviceDiff& rep = second.repeat;
   r.repeat_o_diff = rep.o;
   r.repeat_lse_diff = rep.lse;
   r.repeat_o_unwritten = rep.o_poison;
@@ -228,65 +213,134 @@ void judge_calls(DistributionOutcome& r, const GuardedCall& first, const Guarded
   }
 }
 
+// The shared buffers of one scenario: the problem, the truth of its current inputs, two snapshots.
+struct Workspace {
+  explicit Workspace(const Scenario& s) : p(s), snap{make_snapshot(p), make_snapshot(p)} {}
+  Problem p;
+  DeviceTruth truth;
+  DeviceSnapshot snap[2];
+};
+
+// Calls `kernel` twice on the workspace's current inputs and judges it: against the initial
+// kernel's errors (`base`), or by the dtype's absolute bounds when it is the initial kernel.
+DistributionOutcome judge_kernel(Workspace& w, const KernelInfo& kernel, const Stats* base, const Tolerance& tol,
+                                 cudaStream_t st) {
+  const Scenario& s = w.p.scenario;
+  DistributionOutcome r;
+  const DeviceCall first = device_guarded_call(w.p, kernel, w.truth, w.snap[0], nullptr, st);
+  const DeviceCall second = device_guarded_call(w.p, kernel, w.truth, w.snap[1], &w.snap[0], st);
+  r.o = first.errors.o;
+  r.lse = first.errors.lse;
+  if (!base) {
+    r.judgement = judge_absolute(r.o, r.lse, tol.of(s.dtype));
+  } else {
+    r.has_initial = true;
+    r.initial_o = base->o;
+    r.initial_lse = base->lse;
+    r.judgement = judge_against_initial(r.o, r.lse, base->o, base->lse, tol.ratio_to_initial, tol.of(s.dtype));
+    judge_ceiling(r.judgement, r.o, r.lse, tol.of(s.dtype));
+  }
+  judge_calls(r, first, second, w.p.q_elems());
+  r.o_worst_at = bshd_location(r.o.worst_index, s.seqlen_q, s.heads_q, s.head_dim);
+  r.lse_worst_at = lse_location(r.lse.worst_index, s.seqlen_q, s.heads_q);
+  return r;
+}
+
+// Fails a kernel that modified its inputs, and restores them for the next kernel.
+void check_inputs(Workspace& w, DistributionOutcome& r, uint64_t seed, Distribution d, cudaStream_t st) {
+  r.input_mismatches = count_input_mismatches(w.p.params, seed, d, st);
+  if (r.input_mismatches == 0) return;
+  r.judgement.fail("inputs: " + std::to_string(r.input_mismatches) + " elements of Q/K/V were modified");
+  w.p.fill(seed, d, st);  // the same contents, so the truth still holds
+}
+
 }  // namespace
+
+std::vector<CaseOutcome> verify_scenario(const std::vector<const KernelInfo*>& kernels, const KernelInfo& initial,
+                                         const Scenario& s, const Tolerance& tol, uint64_t base_seed,
+                                         cudaStream_t st) {
+  std::vector<CaseOutcome> out(kernels.size());
+  for (size_t i = 0; i < kernels.size(); ++i) {
+    out[i].kernel = kernels[i]->name;
+    out[i].scenario = s.id;
+    out[i].ground_truth = "gpu_reference_fp32";
+    out[i].base_seed = base_seed;
+  }
+  auto fail_all = [&](const std::string& status, const std::string& detail) {
+    for (auto& c : out)
+      if (c.status.empty()) c.status = status, c.detail = detail;
+    return out;
+  };
+  const size_t bytes = verify_device_bytes(s);
+  try {
+    require_device_memory(s, bytes);
+  } catch (const std::exception& e) {
+    return fail_all("error", e.what());
+  }
+  for (auto& c : out) c.device_bytes = int64_t(bytes);
+  // ATTNGATE_VERIFY_PHASES=1: where a scenario's time goes, on stderr.
+  static const bool show_phases = std::getenv("ATTNGATE_VERIFY_PHASES") != nullptr;
+  auto t_phase = std::chrono::steady_clock::now();
+  std::string phases;
+  auto phase = [&](const std::string& name) {
+    if (!show_phases) return;
+    const auto now = std::chrono::steady_clock::now();
+    phases += " " + name + "=" + std::to_string(std::chrono::duration<double, std::milli>(now - t_phase).count()).substr(0, 6);
+    t_phase = now;
+  };
+  Workspace w(s);
+  phase("alloc");
+  int index = 0;
+  for (Distribution d : kDistributions) {
+    const uint64_t seed = scenario_seed(base_seed, s.id, index++);
+    // New contents at the same pointers: a kernel that replays an earlier output fails here.
+    w.p.fill(seed, d, st);
+    w.truth = device_ground_truth(w.p, st);
+    ATTNGATE_CUDA_CHECK(cudaStreamSynchronize(st));
+    phase("truth");
+    // The initial kernel first, on inputs no kernel under test has touched yet; its error bounds
+    // every other kernel's. If it cannot run the shape, neither can it judge the others.
+    Stats base;
+    DistributionOutcome initial_run;
+    try {
+      initial_run = judge_kernel(w, initial, nullptr, tol, st);
+      base = {initial_run.o, initial_run.lse};
+      check_inputs(w, initial_run, seed, d, st);
+      phase(initial.name);
+    } catch (const std::exception& e) {
+      if (auto why = unsupported_reason(e)) return fail_all("skipped", "the initial kernel declines it: " + *why);
+      return fail_all("error", "the initial kernel, which sets the error bound, threw: " + std::string(e.what()));
+    }
+    for (size_t i = 0; i < kernels.size(); ++i) {
+      CaseOutcome& c = out[i];
+      if (!c.status.empty()) continue;  // skipped or failed to run on an earlier distribution
+      const bool is_initial = kernels[i]->name == initial.name;
+      DistributionOutcome r;
+      try {
+        r = is_initial ? initial_run : judge_kernel(w, *kernels[i], &base, tol, st);
+      } catch (const std::exception& e) {
+        const auto why = unsupported_reason(e);
+        c.status = why ? "skipped" : "error";
+        c.detail = why ? *why : e.what();
+        continue;
+      }
+      if (!is_initial) check_inputs(w, r, seed, d, st);
+      phase(kernels[i]->name);
+      r.distribution = d;
+      r.seed = seed;
+      c.runs.push_back(std::move(r));
+    }
+  }
+  for (auto& c : out)
+    if (c.status.empty()) c.status = c.pass() ? "passed" : "failed";
+  if (show_phases) std::fprintf(stderr, "attngate_verify: phases %s:%s\n", s.id.c_str(), phases.c_str());
+  return out;
+}
 
 CaseOutcome verify_case(const KernelInfo& kernel, const KernelInfo& initial, const Scenario& s,
                         const Tolerance& tol, uint64_t base_seed, cudaStream_t st) {
-  const bool is_reference = kernel.name == "reference";
-  const bool is_initial = kernel.name == initial.name;
-  CaseOutcome c;
-  c.kernel = kernel.name;
-  c.scenario = s.id;
-  c.ground_truth = is_reference ? "eigen_cpu" : "gpu_reference_fp32";
-  c.base_seed = base_seed;
-  Problem p(s);
-  int index = 0;
-  for (Distribution d : kDistributions) {
-    DistributionOutcome r;
-    r.distribution = d;
-    r.seed = scenario_seed(base_seed, s.id, index++);
-    // New contents at the same pointers: a kernel that replays an earlier output fails here.
-    p.fill(r.seed, d, st);
-    Stats run;
-    if (is_reference) {
-      const GroundTruth truth = eigen_truth(p, r.seed, d);
-      run = run_gpu_reference(p, truth, st);
-      const DtypeTolerance fp32_bound{kReferenceAgreement, kReferenceAgreement, kReferenceAgreement,
-                                      kReferenceAgreement};
-      r.judgement = judge_absolute(run.o, run.lse, fp32_bound);
-    } else {
-      const GroundTruth truth = gpu_ground_truth(p, st);
-      // The baseline first, on inputs no kernel under test has touched yet.
-      Stats base;
-      if (!is_initial) {
-        const GuardedCall b = guarded_call(p, initial, st);
-        base = compare_to_truth(b.seen, truth, s.dtype);
-      }
-      const GuardedCall first = guarded_call(p, kernel, st);
-      const GuardedCall second = guarded_call(p, kernel, st);
-      run = compare_to_truth(first.seen, truth, s.dtype);
-      if (is_initial) {
-        r.judgement = judge_absolute(run.o, run.lse, tol.of(s.dtype));
-      } else {
-        r.has_initial = true;
-        r.initial_o = base.o;
-        r.initial_lse = base.lse;
-        r.judgement = judge_against_initial(run.o, run.lse, base.o, base.lse, tol.ratio_to_initial,
-                                            tol.of(s.dtype));
-        judge_ceiling(r.judgement, run.o, run.lse, tol.of(s.dtype));
-      }
-      judge_calls(r, first, second, p.q_elems());
-    }
-    r.o = run.o;
-    r.lse = run.lse;
-    r.input_mismatches = count_input_mismatches(p.params, r.seed, d, st);
-    if (r.input_mismatches > 0)
-      r.judgement.fail("inputs: " + std::to_string(r.input_mismatches) + " elements of Q/K/V were modified");
-    r.o_worst_at = bshd_location(run.o.worst_index, s.seqlen_q, s.heads_q, s.head_dim);
-    r.lse_worst_at = lse_location(run.lse.worst_index, s.seqlen_q, s.heads_q);
-    c.runs.push_back(std::move(r));
-  }
-  return c;
+  if (kernel.name == "reference") return verify_reference(kernel, s, base_seed, st);
+  return verify_scenario({&kernel}, initial, s, tol, base_seed, st).front();
 }
 
 std::string describe(const CaseOutcome& c, const Scenario& s) {

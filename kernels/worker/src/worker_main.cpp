@@ -98,6 +98,7 @@ class Worker {
     const cudaError_t e = k.launch(p, stream_);
     note_status(out, e);
     if (e == cudaSuccess) WORKER_CUDA(cudaDeviceSynchronize());
+    out.stream_state = undo_stream_state();
     out.ok = (e == cudaSuccess || e == cudaErrorNotSupported);
     return out;
   }
@@ -237,6 +238,14 @@ int main() {
     }
     const std::string text = nlohmann::json(reply).dump() + "\n";
     if (std::fwrite(text.data(), 1, text.size(), out) != text.size() || std::fflush(out) != 0) return 1;
+    // The CUDA context is made while the judge sets up its own, not at the first launch it waits
+    // for. Without a GPU this fails quietly here and the first launch reports why.
+    if (req.op == "hello" && !w) {
+      try {
+        w = std::make_unique<Worker>();
+      } catch (const std::exception&) {
+      }
+    }
   }
   return 0;
 }

@@ -152,7 +152,7 @@ class Harness {
   void check_call(Contestant& c, verify::Problem& p, const verify::DeviceTruth& truth, const char* when);
   // One more call of c's kernel through the timed path on its first input set, which holds the
   // contents `truth` was computed from; throws TimedRunCheckError when the output is not right.
-  void check_timed_run(Contestant& c, const Scenario& s, const verify::GroundTruth& truth);
+  void check_timed_run(Contestant& c, const Scenario& s, const verify::DeviceTruth& truth);
   void sample_clock(std::vector<ClockReading>& out) const;
 
   int device_ = 0;
@@ -168,6 +168,7 @@ class Harness {
   uint64_t next_call_id_ = 1;
   double idle_ratio_ = 0;    // MeasureOptions::idle_ratio of the current measurement
   double last_event_ms_ = 0; // the previous timed call's event time
+  std::vector<std::unique_ptr<verify::KernelPool>> pools_;  // per contestant position (verify::KernelPool)
 };
 
 }  // namespace attngate::bench

@@ -28,4 +28,30 @@ DeviceErrors device_errors(const Problem& p, const DeviceTruth& t, cudaStream_t 
 // Elements of O and LSE that hold a NaN, e.g. the poison a call did not overwrite. Synchronizes `st`.
 int64_t count_nan_outputs(const Problem& p, cudaStream_t st);
 
+// A copy of a problem's O and LSE as one call left them, kept on the device.
+struct DeviceSnapshot {
+  DeviceBuffer o, lse;
+};
+DeviceSnapshot make_snapshot(const Problem& p);
+// Copies the problem's current outputs into `s` (ordered on `st`, no synchronization).
+void take_snapshot(const Problem& p, DeviceSnapshot& s, cudaStream_t st);
+
+// ErrorStats of a snapshot against `t`, worst element located (index, got, want), as
+// verify::compare computes them on the host. Synchronizes `st`.
+DeviceErrors snapshot_errors(const Problem& p, const DeviceSnapshot& s, const DeviceTruth& t, cudaStream_t st);
+
+// Elements whose bits differ between a snapshot and the problem's current outputs, and how many of
+// the differing O elements hold the NaN poison now. Synchronizes `st`.
+struct DeviceDiff {
+  int64_t o = 0, lse = 0, o_poison = 0;
+};
+DeviceDiff diff_from_snapshot(const Problem& p, const DeviceSnapshot& s, cudaStream_t st);
+
+// Device memory one verified scenario takes in the judge: inputs, guarded outputs, the fp32 ground
+// truth and two snapshots. Checked against the free memory before anything is allocated.
+size_t verify_device_bytes(const Scenario& s);
+// Throws, naming the bytes needed and the bytes free, when `bytes` do not fit in the device's
+// free memory; allocates nothing.
+void require_device_memory(const Scenario& s, size_t bytes);
+
 }  // namespace attngate::verify

@@ -16,12 +16,19 @@
 
 namespace attngate::verify {
 
-// Owns one cudaMalloc allocation; frees it on destruction.
+class KernelPool;
+
+// Owns one device allocation; frees it on destruction. A buffer `for_kernel` (Q, K, V, O, LSE:
+// what a kernel is given) comes from the KernelPool of the current PoolScope when there is one.
 class DeviceBuffer {
  public:
   DeviceBuffer() = default;
-  explicit DeviceBuffer(size_t bytes);
-  DeviceBuffer(DeviceBuffer&& o) noexcept : ptr_(o.ptr_), bytes_(o.bytes_) { o.ptr_ = nullptr; o.bytes_ = 0; }
+  explicit DeviceBuffer(size_t bytes, bool for_kernel = false);
+  DeviceBuffer(DeviceBuffer&& o) noexcept : ptr_(o.ptr_), bytes_(o.bytes_), pool_(o.pool_) {
+    o.ptr_ = nullptr;
+    o.bytes_ = 0;
+    o.pool_ = nullptr;
+  }
   DeviceBuffer& operator=(DeviceBuffer&& o) noexcept;
   DeviceBuffer(const DeviceBuffer&) = delete;
   DeviceBuffer& operator=(const DeviceBuffer&) = delete;
@@ -33,6 +40,48 @@ class DeviceBuffer {
   void release() noexcept;
   void* ptr_ = nullptr;
   size_t bytes_ = 0;
+  KernelPool* pool_ = nullptr;
+};
+
+// Device memory for the buffers kernels are given, in a few large chunks reused scenario after
+// scenario: a worker maps each chunk once (CUDA IPC) instead of every buffer of every scenario,
+// and the judge stops paying a cudaMalloc and cudaFree per buffer. Only kernel-visible buffers
+// live in a pool, never a ground truth or a snapshot, and each worker gets its own pool where
+// kernels must not see each other's outputs (the bench's contestants): a kernel that reads past
+// its buffers finds only inputs and poisoned or its own outputs. Not thread-safe.
+class KernelPool {
+ public:
+  KernelPool() = default;
+  KernelPool(const KernelPool&) = delete;
+  KernelPool& operator=(const KernelPool&) = delete;
+  ~KernelPool();
+  void* take(size_t bytes);
+  void give_back(void* p) noexcept;
+  size_t capacity() const;  // bytes in its chunks, all reusable when nothing is taken
+
+ private:
+  struct Chunk {
+    void* base = nullptr;
+    size_t bytes = 0;
+  };
+  void add_chunk(size_t bytes);
+  void release_chunks() noexcept;
+  std::vector<Chunk> chunks_;
+  size_t current_ = 0, used_ = 0;  // the chunk being carved and the bytes taken from it
+  int outstanding_ = 0;
+};
+
+// While it lives, DeviceBuffers `for_kernel` on this thread come from `pool`.
+class PoolScope {
+ public:
+  explicit PoolScope(KernelPool& pool);
+  ~PoolScope();
+  PoolScope(const PoolScope&) = delete;
+  PoolScope& operator=(const PoolScope&) = delete;
+  static KernelPool* current();
+
+ private:
+  KernelPool* previous_;
 };
 
 // An output buffer with guard zones on both sides, filled with a known byte pattern, so that a

@@ -31,6 +31,10 @@ struct TimedResult {
 };
 
 class RemoteKernel;
+// What the last launch through a worker left on the worker's stream or device (the worker undid
+// it), "" if nothing; reading it clears it.
+std::string take_stream_state();
+
 // The remote kernel registered as k, or nullptr when k runs in this process.
 RemoteKernel* find(const KernelInfo& k);
 // One call through the worker's timed path on the judge's buffers in `p` (the judge's stream is

@@ -11,6 +11,7 @@
 #include "attngate/inputs.hpp"
 #include "attngate/registry.hpp"
 #include "attngate/scenario.hpp"
+#include "attngate/verify/device_check.hpp"
 #include "attngate/verify/metrics.hpp"
 #include "attngate/verify/problem.hpp"
 
@@ -67,21 +68,33 @@ struct CaseOutcome {
   std::string kernel, scenario, ground_truth;  // ground_truth: "gpu_reference_fp32" or "eigen_cpu"
   uint64_t base_seed = 0;
   std::vector<DistributionOutcome> runs;
+  // "passed", "failed", "skipped" (the kernel declined the shape; detail says why) or "error" (a
+  // call threw, or the scenario does not fit in device memory; detail says what).
+  std::string status, detail;
+  int64_t device_bytes = 0;  // what the judge allocated for the scenario (verify_device_bytes)
   bool pass() const;
 };
 
-// Runs `kernel` on `s` for each input distribution with fresh inputs from `base_seed`, poisons the
-// outputs before every launch, and judges the result with `tol`. `initial` is the kernel whose
-// error sets the bound for every other kernel. Throws on CUDA errors.
+// Every kernel in `kernels` on scenario `s`, on each input distribution with fresh inputs from
+// `base_seed`, against one fp32 ground truth per draw that all of them share. Everything is
+// judged on the device; only summaries cross to the host. `initial` runs first on every draw and
+// its error sets the bound of every other kernel (a kernel in `kernels` that is `initial` is judged
+// by the dtype's absolute bounds). Returns one outcome per kernel, in order; a scenario that does
+// not fit in device memory is an `error` for each, with nothing allocated.
 //
-// Per distribution (inputs refilled in place, so a second distribution is new data at the same
-// pointers): the kernel is called twice on the same inputs, its output poisoned before each call;
-// each call's output is read as soon as `stream` has finished, without a device-wide
-// synchronization, then read again after cudaDeviceSynchronize. Besides the pass rule, it fails on
-// writes outside the outputs, modified inputs, output that changes after the device-wide
+// Per kernel and draw: two calls on the same inputs, the outputs poisoned before each; each call's
+// outputs are snapshot on the device as soon as `stream` has finished, without a device-wide
+// synchronization, and compared again after cudaDeviceSynchronize. Besides the pass rule, it fails
+// on writes outside the outputs, modified inputs, outputs that change after the device-wide
 // synchronization (work on another stream), a second call that differs from the first (races,
 // skipped launches; deterministic kernels are required), and a persisting-L2 window or limit left
 // on the stream or device. `stream` must be a non-default stream.
+std::vector<CaseOutcome> verify_scenario(const std::vector<const KernelInfo*>& kernels, const KernelInfo& initial,
+                                         const Scenario& s, const Tolerance& tol, uint64_t base_seed,
+                                         cudaStream_t stream);
+
+// One kernel on one scenario: verify_scenario({&kernel}, ...), except the GPU reference kernel
+// (`reference`), which is checked against the Eigen reference on the host.
 CaseOutcome verify_case(const KernelInfo& kernel, const KernelInfo& initial, const Scenario& s,
                         const Tolerance& tol, uint64_t base_seed, cudaStream_t stream);
 
@@ -89,28 +102,6 @@ CaseOutcome verify_case(const KernelInfo& kernel, const KernelInfo& initial, con
 std::string describe(const CaseOutcome& c, const Scenario& s);
 
 // ---- Building blocks, shared with the bench harness's check of the timed run -----------------
-
-// The fp32 ground truth of the problem's current inputs (gpu_reference_fp32); synchronizes.
-struct GroundTruth {
-  std::vector<float> o, lse;
-};
-GroundTruth gpu_ground_truth(Problem& p, cudaStream_t st);
-
-// The output buffers' bits as one call left them: O raw (16-bit elements), LSE as floats. Read
-// with copies on `st` only: no device-wide synchronization and no device allocation.
-struct OutputSnapshot {
-  std::vector<uint16_t> o;
-  std::vector<float> lse;
-};
-OutputSnapshot read_outputs(const Problem& p, cudaStream_t st);
-// O widened to fp32 (contiguous BSHD).
-std::vector<float> o_as_float(const std::vector<uint16_t>& o, DType dtype);
-
-struct SnapshotDiff {
-  int64_t o = 0, lse = 0;  // elements whose bits differ
-  int64_t o_poison = 0;    // of the differing O elements, those that hold the NaN poison in `b`
-};
-SnapshotDiff diff_outputs(const OutputSnapshot& a, const OutputSnapshot& b);
 
 // What a kernel could leave behind on its stream or device to help the next call: a persisting-L2
 // access policy window on the stream, a persisting-L2 set-aside on the device.
@@ -128,14 +119,17 @@ std::string describe_state_change(const StreamState& before, const StreamState& 
 void reset_stream_state(cudaStream_t st, const StreamState& baseline);
 
 // One guarded call of `kernel` on `p`'s current inputs: poison O and LSE, launch on `st`,
-// synchronize `st` only and read the outputs, note changes of the stream state (and undo them),
-// then cudaDeviceSynchronize, read again, and check the guard zones.
-struct GuardedCall {
-  OutputSnapshot seen;     // the outputs when `st` had finished
-  SnapshotDiff late;       // how the outputs changed after cudaDeviceSynchronize
+// synchronize `st` only and snapshot the outputs into `mine` (on the device), judge them against
+// `truth` and, when given, diff them from the `previous` call's snapshot; note changes of the
+// stream state (and undo them), then cudaDeviceSynchronize, diff again, and check the guard zones.
+struct DeviceCall {
+  DeviceErrors errors;     // the outputs when `st` had finished, against the truth
+  DeviceDiff repeat;       // those outputs against the previous call's (when given)
+  DeviceDiff late;         // how the outputs changed after cudaDeviceSynchronize
   int64_t o_guard = 0, lse_guard = 0;
-  std::string stream_state;  // describe_state_change() of the call
+  std::string stream_state;  // describe_state_change() of the call, or what a worker undid
 };
-GuardedCall guarded_call(Problem& p, const KernelInfo& kernel, cudaStream_t st);
+DeviceCall device_guarded_call(Problem& p, const KernelInfo& kernel, const DeviceTruth& truth, DeviceSnapshot& mine,
+                               const DeviceSnapshot* previous, cudaStream_t st);
 
 }  // namespace attngate::verify
