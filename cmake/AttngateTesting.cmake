@@ -17,7 +17,10 @@ function(attngate_generated_tests target stem results_dir)
   set(_gate_deps)
   if(arg_GATE_BENCH AND arg_GATE_TOOL)
     get_property(_workers GLOBAL PROPERTY ATTNGATE_WORKERS)
-    set(_gate_args --emit-bench=$<TARGET_FILE:${arg_GATE_BENCH}> --emit-attngate=$<TARGET_FILE:${arg_GATE_TOOL}>
+    list(TRANSFORM _workers REPLACE "^attngate_worker_" "" OUTPUT_VARIABLE _worker_libs)
+    list(JOIN _worker_libs "," _worker_libs)
+    set(_gate_args --emit-worker-libs=${_worker_libs}
+                   --emit-bench=$<TARGET_FILE:${arg_GATE_BENCH}> --emit-attngate=$<TARGET_FILE:${arg_GATE_TOOL}>
                    --emit-judge=$<TARGET_FILE:${arg_GATE_JUDGE}> --emit-workers=${ATTNGATE_WORKERS_DIR}
                    --emit-build-dir=${CMAKE_BINARY_DIR} --emit-source-dir=${CMAKE_SOURCE_DIR})
     set(_gate_deps ${arg_GATE_BENCH} ${arg_GATE_TOOL} ${arg_GATE_JUDGE} ${_workers})

@@ -69,14 +69,21 @@ endif()
 math(EXPR last "${count} - 1")
 set(names "")
 set(verify "")
+set(batches "")
 foreach(i RANGE ${last})
   string(JSON name GET "${listing}" tests ${i} name)
   list(APPEND names "${name}")
   set(index_${name} ${i})
-  if(name MATCHES "^verify\\.")
+  if(name MATCHES "^verify\\.batch\\.")
+    # The batches that check the kernel under test (one process per shard of a suite).
+    list(APPEND batches "${name}")
+    if(name MATCHES "\\.(others|reference)")
+      fail("${name} carries the label gate but checks other kernels than the one under test")
+    endif()
+  elseif(name MATCHES "^verify\\.")
     list(APPEND verify "${name}")
-    if(NOT (name MATCHES "^verify\\.candidate\\.gate_"))
-      fail("${name} carries the label gate but is not the kernel under test on the gate suite")
+    if(NOT (name MATCHES "^verify\\.candidate\\."))
+      fail("${name} carries the label gate but is not the kernel under test")
     endif()
   elseif(NOT name MATCHES "^gate\\.(setup|device|performance|report)$")
     fail("unexpected test ${name} under the label gate")
@@ -84,8 +91,25 @@ foreach(i RANGE ${last})
 endforeach()
 list(LENGTH verify n_verify)
 if(NOT (n_verify GREATER 0))
-  fail("no verify.candidate.gate_* test under the label gate")
+  fail("no verify.candidate.* test under the label gate")
 endif()
+# Correctness on every suite the gate checks (gate.yaml settings.correctness_suites): smoke and
+# full beside the gate suite.
+foreach(suite gate smoke full)
+  if(NOT (verify MATCHES "verify\\.candidate\\.${suite}_"))
+    fail("the gate checks no scenario of the ${suite} suite")
+  endif()
+endforeach()
+list(LENGTH batches n_batches)
+if(NOT (n_batches GREATER 0))
+  fail("no verify.batch.* test under the label gate")
+endif()
+foreach(b IN LISTS batches)
+  test_property(fixture ${index_${b}} FIXTURES_SETUP)
+  if(NOT (fixture STREQUAL b))
+    fail("${b} does not set up the fixture its per-case tests require")
+  endif()
+endforeach()
 list(GET names 0 first)
 if(NOT (first STREQUAL "gate.setup"))
   fail("the first gate test is ${first}, not gate.setup")
@@ -123,10 +147,21 @@ if(NOT ("gpu" IN_LIST labels))
   fail("gate.device lacks the label gpu")
 endif()
 
-foreach(v IN LISTS verify)
+foreach(v IN LISTS verify batches)
   test_property(dep ${index_${v}} DEPENDS)
   if(NOT ("gate.setup" IN_LIST dep))
     fail("${v} does not depend on gate.setup")
+  endif()
+endforeach()
+# A per-case test reads what its batch wrote: it requires the batch's fixture and runs no kernel.
+foreach(v IN LISTS verify)
+  test_property(fixture ${index_${v}} FIXTURES_REQUIRED)
+  if(NOT (fixture MATCHES "^verify\\.batch\\."))
+    fail("${v} requires no batch fixture")
+  endif()
+  test_command(cmd ${index_${v}})
+  if(NOT (cmd MATCHES "--show-result="))
+    fail("${v} does not read its batch's result: ${cmd}")
   endif()
 endforeach()
 
@@ -136,7 +171,7 @@ if(NOT (serial))
   fail("gate.performance is not RUN_SERIAL")
 endif()
 test_property(dep ${index_gate.performance} DEPENDS)
-foreach(d gate.setup ${verify})
+foreach(d gate.setup ${verify} ${batches})
   if(NOT ("${d}" IN_LIST dep))
     fail("gate.performance does not depend on ${d}")
   endif()
@@ -176,28 +211,42 @@ settings:
   geomean_target: "1.0"
   candidate_kernel: "initial"
   baseline_kernel: "candidate"
+  correctness_suites: "smoke"
 scenarios:
   - {id: gate_tiny, batch: 1, seqlen_q: 64, seqlen_k: 64, heads_q: 2, heads_kv: 2, head_dim: 64, causal: false, dtype: bf16, tags: [mha]}
+]=])
+file(WRITE "${WORK_DIR}/scenarios/smoke.yaml" [=[
+suite: smoke
+description: one smoke shape
+scenarios:
+  - {id: smoke_tiny, batch: 1, seqlen_q: 33, seqlen_k: 77, heads_q: 2, heads_kv: 1, head_dim: 64, causal: true, dtype: fp16, tags: [gqa]}
 ]=])
 set(emit_args --emit-ctest=${WORK_DIR}/tests.cmake --emit-exe=/x/attngate_verify --scenarios=${WORK_DIR}/scenarios
               --results-dir=/b/verify/results)
 execute_process(COMMAND ${EMITTER} ${emit_args} --emit-bench=/x/attngate_bench_judge --emit-attngate=/x/attngate
                         --emit-build-dir=/b --emit-source-dir=/src --emit-judge=/x/attngate_verify_judge
-                        --emit-workers=/w
+                        --emit-workers=/w --emit-worker-libs=initial,candidate
                 RESULT_VARIABLE rc ERROR_VARIABLE err)
 if(NOT (rc EQUAL 0))
   fail("the emitter failed on the one-shape gate (${rc}): ${err}")
 endif()
 file(READ "${WORK_DIR}/tests.cmake" script)
 foreach(want "[==[--compare=initial,candidate]==]" "[==[--kernel=initial]==]" "[==[--baseline=candidate]==]"
+             # The gate's kernel is checked on the gate suite and every correctness suite, the
+             # baseline's own checks run apart (not under the label gate).
              "set_tests_properties([==[verify.initial.gate_tiny]==] PROPERTIES LABELS [==[gpu;verify;gate]==]"
+             "set_tests_properties([==[verify.initial.smoke_tiny]==] PROPERTIES LABELS [==[gpu;verify;smoke;gate]==]"
              "set_tests_properties([==[verify.candidate.gate_tiny]==] PROPERTIES LABELS [==[gpu;verify]==]"
+             "set_tests_properties([==[verify.batch.gate]==] PROPERTIES LABELS [==[gpu;verify;batch;gate]==] FIXTURES_SETUP [==[verify.batch.gate]==]"
+             "set_tests_properties([==[verify.batch.smoke]==] PROPERTIES LABELS [==[gpu;verify;batch;smoke;gate]==]"
+             "set_tests_properties([==[verify.batch.gate.others]==] PROPERTIES LABELS [==[gpu;verify;batch]==]"
              "[==[--compare_out=/b/gate/performance.json]==]" "[==[--started-after=/b/gate/started]==]"
              # The kernels run in workers, the gate's tests in the judge builds (agent_hooks/SECURITY.md).
-             "add_test([==[verify.initial.gate_tiny]==] [==[/x/attngate_verify_judge]==] [==[--worker=/w/attngate_worker_initial]==] [==[--worker=/w/attngate_worker_candidate]==]"
+             "add_test([==[verify.batch.gate]==] [==[/x/attngate_verify_judge]==] [==[--worker=/w/attngate_worker_initial]==] [==[--batch]==]"
+             "add_test([==[verify.batch.gate.others]==] [==[/x/attngate_verify_judge]==] [==[--worker=/w/attngate_worker_candidate]==] [==[--worker=/w/attngate_worker_initial]==] [==[--batch]==]"
+             "add_test([==[verify.initial.gate_tiny]==] [==[/x/attngate_verify_judge]==] [==[--show-result=/b/verify/results/verify.initial.gate_tiny.json]==]"
              "add_test([==[gate.performance]==] [==[/x/attngate_bench_judge]==] [==[--worker=/w/attngate_worker_initial]==] [==[--worker=/w/attngate_worker_candidate]==]"
-             "add_test([==[gate.device]==] [==[/x/attngate_verify_judge]==]"
-             "add_test([==[verify.candidate.gate_tiny]==] [==[/x/attngate_verify]==]")
+             "add_test([==[gate.device]==] [==[/x/attngate_verify_judge]==]")
   string(FIND "${script}" "${want}" at)
   if(NOT (at GREATER -1))
     fail("the emitted script lacks ${want}")

@@ -428,6 +428,13 @@ std::string markdown(const json& r, const Reasons& reasons) {
      << ")\n";
   md << "- geomean on CUPTI kernel time: " << opt_fmt("%.4fx", num(g, "kernel_speedup"))
      << "; on wall time: " << opt_fmt("%.4fx", num(g, "wall_speedup")) << "\n";
+  if (r.contains("correctness")) {
+    const json& c = r["correctness"];
+    std::vector<std::string> names;
+    for (const auto& n : c.value("suites", json::array())) names.push_back(n.get<std::string>());
+    md << "- correctness: " << c.value("passed", 0) << " of " << c.value("scenarios", 0) << " scenarios correct over the suites "
+       << join(names, ", ") << " (the gate suite is also timed)\n";
+  }
   const json& pol = r.contains("policy") ? r["policy"] : json::object();
   md << "- policy: the candidate runs in a worker process; its clocks agree with the baseline's within "
      << opt_fmt("%.3g", num(pol, "clock_tolerance")) << " x the slower event time + "
@@ -521,12 +528,31 @@ ReportInputs resolve_inputs(ReportInputs in, const fs::path& build_dir) {
   return in;
 }
 
+// The suites the gate judges correctness on: its own, then settings.correctness_suites in order.
+static std::vector<const Suite*> correctness_suites(const std::vector<Suite>& suites, const Suite& gate,
+                                                   const fs::path& dir) {
+  std::vector<const Suite*> out = {&gate};
+  std::string list = setting(gate, "correctness_suites"), item;
+  for (char c : list + ",") {
+    if (c != ',' && c != ' ') {
+      item += c;
+      continue;
+    }
+    if (item.empty()) continue;
+    const Suite* s = &find_suite(suites, item, dir);
+    if (std::find(out.begin(), out.end(), s) == out.end()) out.push_back(s);
+    item.clear();
+  }
+  return out;
+}
+
 void prepare_gate(const ReportInputs& in) {
   const auto suites = load_suites(in.scenarios_dir);
   const Suite& suite = find_suite(suites, in.suite, in.scenarios_dir);
   const std::string kernel = kernel_of(in, suite);
   std::error_code ec;
-  for (const auto& s : suite.scenarios) fs::remove(result_file(in, kernel, s.id), ec);
+  for (const Suite* checked : correctness_suites(suites, suite, in.scenarios_dir))
+    for (const auto& s : checked->scenarios) fs::remove(result_file(in, kernel, s.id), ec);
   for (const fs::path& f : {in.perf, in.out_dir / "report.json", in.out_dir / "report.md"}) fs::remove(f, ec);
   fs::create_directories(in.out_dir, ec);
   fs::create_directories(in.started_after.parent_path(), ec);
@@ -612,8 +638,13 @@ GateReportOutput build_gate_report(const ReportInputs& in) {
   bool any_no_device = false;
   std::string no_device_detail;
 
-  // Correctness: one verify result per scenario.
-  for (const auto& s : suite.scenarios) {
+  // Correctness: one verify result per scenario of every suite the gate checks; the gate suite's
+  // rows also carry its timing (below), the others' are counted in `correctness`.
+  const std::vector<const Suite*> checked = correctness_suites(suites, suite, in.scenarios_dir);
+  json correctness = {{"suites", json::array()}, {"scenarios", 0}, {"passed", 0}, {"failed", json::array()}};
+  for (const Suite* cs : checked) correctness["suites"].push_back(cs->name);
+  for (const Suite* cs : checked)
+  for (const auto& s : cs->scenarios) {
     json row = {{"id", s.id}, {"shape", scenario_summary(s)}};
     const fs::path file = result_file(in, kernel, s.id);
     const std::string test = "verify." + kernel + "." + s.id;
@@ -686,7 +717,10 @@ GateReportOutput build_gate_report(const ReportInputs& in) {
         reasons.add("TEST_CRASHED", s.id, test + " wrote an unknown status '" + status + "'");
       }
     }
-    scenarios.push_back(std::move(row));
+    correctness["scenarios"] = correctness["scenarios"].get<int>() + 1;
+    if (row.value("correct", false)) correctness["passed"] = correctness["passed"].get<int>() + 1;
+    else correctness["failed"].push_back(s.id);
+    if (cs == &suite) scenarios.push_back(std::move(row));
   }
   if (any_no_device) reasons.add("NO_DEVICE", "", no_device_detail + " (gate.device fails for the same reason)");
 
@@ -942,6 +976,7 @@ GateReportOutput build_gate_report(const ReportInputs& in) {
   report["policy"] = policy.record;
   report["geomean"] = geomean;
   report["scenarios"] = scenarios;
+  report["correctness"] = correctness;
   report["provenance"] = prov;
   report["harness"] = harness;
   report["performance"] = perf_info;

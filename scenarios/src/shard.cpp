@@ -21,11 +21,13 @@ ShardSpec parse_shard(const std::string& text) {
   return s;
 }
 
+double scenario_cost(const Scenario& s) { return s.flops() + 5e11; }
+
 std::vector<Scenario> shard_scenarios(const std::vector<Scenario>& all, ShardSpec spec) {
   std::vector<size_t> order(all.size());
   std::iota(order.begin(), order.end(), size_t{0});
   std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
-    const double fa = all[a].flops(), fb = all[b].flops();
+    const double fa = scenario_cost(all[a]), fb = scenario_cost(all[b]);
     return fa != fb ? fa > fb : all[a].id < all[b].id;
   });
   std::vector<double> load(spec.count, 0.0);
@@ -33,7 +35,7 @@ std::vector<Scenario> shard_scenarios(const std::vector<Scenario>& all, ShardSpe
   for (size_t i : order) {
     const int least = int(std::min_element(load.begin(), load.end()) - load.begin());
     owner[i] = least;
-    load[least] += all[i].flops();
+    load[least] += scenario_cost(all[i]);
   }
   std::vector<Scenario> out;
   for (size_t i = 0; i < all.size(); ++i)

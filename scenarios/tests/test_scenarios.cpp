@@ -675,8 +675,10 @@ TEST_F(Shipped, Gate) {
 TEST_F(Shipped, Full) {
   const Suite s = suite("full");
   EXPECT_GE(s.scenarios.size(), 150u);
-  EXPECT_LE(s.scenarios.size(), 200u);
-  bool q_lt_k = false, q_gt_k_causal = false, one_head = false, mqa = false;
+  EXPECT_LE(s.scenarios.size(), 220u);
+  bool q_lt_k = false, q_gt_k_causal = false, one_head = false, mqa = false, decode = false, big_grid = false;
+  bool huge_tensor = false, mqa_d256 = false;
+  std::set<int> fp16_head_dims;
   std::set<int> odd_lengths;
   for (const Scenario& sc : s.scenarios) {
     EXPECT_LE(sc.flops(), 1e13) << sc.id;
@@ -685,9 +687,18 @@ TEST_F(Shipped, Full) {
     one_head |= sc.heads_q == 1 && sc.batch == 1;
     mqa |= sc.heads_kv == 1 && sc.heads_q > 1;
     if (sc.seqlen_q % 64 != 0) odd_lengths.insert(sc.seqlen_q);
+    // The shapes issue 13 asked for: decode, > 65535 (batch x heads) in one launch, 2^31 elements
+    // per tensor, MQA at head dim 256, fp16 at every head dim.
+    decode |= sc.seqlen_q == 1 && sc.seqlen_k == 8192;
+    big_grid |= int64_t{sc.batch} * sc.heads_q > 65535;
+    huge_tensor |= int64_t{sc.batch} * sc.seqlen_q * sc.heads_q * sc.head_dim >= (int64_t{1} << 31);
+    mqa_d256 |= sc.heads_kv == 1 && sc.heads_q > 1 && sc.head_dim == 256;
+    if (sc.dtype == DType::fp16) fp16_head_dims.insert(sc.head_dim);
   }
   EXPECT_TRUE(q_lt_k && q_gt_k_causal && one_head && mqa);
-  EXPECT_EQ(odd_lengths, (std::set<int>{1, 17, 1000, 4095}));
+  EXPECT_TRUE(decode && big_grid && huge_tensor && mqa_d256);
+  EXPECT_EQ(fp16_head_dims, (std::set<int>{64, 128, 256}));
+  EXPECT_EQ(odd_lengths, (std::set<int>{1, 17, 1000, 4095, 4097}));
 }
 
 TEST_F(Shipped, Prod) {

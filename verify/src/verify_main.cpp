@@ -6,7 +6,11 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
+#include <map>
+#include <chrono>
 #include <cstring>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -23,6 +27,7 @@
 #include "attngate/plugin_loader.hpp"
 #include "attngate/registry.hpp"
 #include "attngate/scenario.hpp"
+#include "attngate/shard.hpp"
 #include "attngate/verify/gpu_pinning.hpp"
 #include "attngate/verify/problem.hpp"
 #include "attngate/verify/remote.hpp"
@@ -53,6 +58,15 @@ struct Options {
   std::filesystem::path results_dir;  // one JSON per test when set (the gate reads them)
   int require_device = 0;             // > 0: only check for a device of this compute capability
   std::string ctest_gpu;              // the GPU id CTest's resource allocation pinned this process to
+  // Batch mode (--batch): one process checks many (kernel, scenario) cases, each kernel's results
+  // written as verify.<kernel>.<scenario>.json; the per-case CTest tests read them (--show-result).
+  bool batch = false;
+  std::string batch_name;             // the CTest name of the batch, kept in each result
+  std::vector<std::string> suites;    // the suites it checks
+  std::vector<std::string> kernels;   // the kernels whose results it writes (empty: every wanted one)
+  std::string shard = "0/1";
+  std::string show_result;            // print one result file and exit with its verdict
+  std::vector<std::string> worker_libs;  // --emit-worker-libs: the kernel libraries that have a worker
 };
 
 Options& options() {
@@ -77,9 +91,11 @@ void write_result(const std::string& kernel, const Scenario& s, const std::strin
   doc.suite = s.suite;
   doc.status = status;
   doc.detail = detail;
+  if (!options().batch_name.empty()) doc.batch = options().batch_name;
   // Which GPU ran the test: evidence that `ctest -j` over a resource spec spread the tests.
   if (!options().ctest_gpu.empty()) doc.ctest_gpu = options().ctest_gpu;
-  if (c) {
+  if (c && c->device_bytes > 0) doc.device_bytes = c->device_bytes;
+  if (c && !c->runs.empty()) {
     int dev = 0;
     char pci[32] = {};
     ATTNGATE_CUDA_CHECK(cudaGetDevice(&dev));
@@ -163,8 +179,13 @@ class VerifyTest : public testing::Test {
     ATTNGATE_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
     try {
       const auto outcome = verify::verify_case(k, init, s_, tol_, base_seed(), stream);
+      write_result(kernel_, s_, outcome.status, outcome.detail, &outcome);
+      if (outcome.status == "skipped") {
+        cudaStreamDestroy(stream);
+        GTEST_SKIP() << outcome.detail;
+      }
+      if (outcome.status == "error") throw std::runtime_error(outcome.detail);
       std::cout << verify::describe(outcome, s_);
-      write_result(kernel_, s_, outcome.pass() ? "passed" : "failed", "", &outcome);
       EXPECT_TRUE(outcome.pass()) << kernel_ << " fails on " << s_.id << " (" << s_.origin << ")";
     } catch (const std::exception& e) {
       cudaStreamDestroy(stream);
@@ -185,12 +206,154 @@ class VerifyTest : public testing::Test {
   Tolerance tol_;
 };
 
-struct Generated {
-  std::string gtest_name;  // Suite.Test for --gtest_filter
-  std::string ctest_name;
-  std::vector<std::string> labels;
-  bool gate = false;  // the kernel under test on the gate suite
-};
+// ---- Batch mode ---------------------------------------------------------------------------
+
+// The kernels a batch checks on a suite's scenario, `initial` first when it is among them.
+std::vector<const KernelInfo*> batch_kernels(const Options& opt, const Suite& suite, const Scenario& s);
+bool wanted(const KernelInfo& k, const Suite& suite, const Scenario& s);
+
+std::string one_line(const verify::CaseOutcome& c) {
+  char buf[256];
+  double o = 0, lse = 0, io = 0;
+  for (const auto& r : c.runs) {
+    o = std::max(o, r.o.max_abs);
+    lse = std::max(lse, r.lse.max_scaled);
+    if (r.has_initial) io = std::max(io, r.initial_o.max_abs);
+  }
+  std::snprintf(buf, sizeof buf, "O max abs %.3e (initial %.3e), LSE max scaled %.3e", o, io, lse);
+  return buf;
+}
+
+// Checks every (kernel, scenario) of the batch in this process: one fp32 ground truth per scenario
+// and input draw, shared by all its kernels, judged on the device. Writes one result per case;
+// returns 0 when every case was checked (whatever its verdict: the per-case tests report it), 1
+// when the batch stopped early (the cases it did not reach get an `error` result saying why).
+int run_batch(const Options& opt) {
+  const auto t0 = std::chrono::steady_clock::now();
+  const ShardSpec shard = parse_shard(opt.shard);
+  const auto suites = load_suite_dir(opt.scenario_dir);
+  struct Item {
+    const Suite* suite;
+    Scenario scenario;
+    std::vector<const KernelInfo*> kernels;
+  };
+  std::vector<Item> items;
+  for (const std::string& name : opt.suites) {
+    const Suite* suite = nullptr;
+    for (const auto& x : suites)
+      if (x.name == name) suite = &x;
+    if (!suite) throw std::runtime_error("no suite '" + name + "' in " + opt.scenario_dir.string());
+    for (const Scenario& sc : shard_scenarios(suite->scenarios, shard)) {
+      auto ks = batch_kernels(opt, *suite, sc);
+      if (!ks.empty()) items.push_back({suite, sc, std::move(ks)});
+    }
+  }
+  size_t cases = 0;
+  for (const auto& it : items) {
+    cases += it.kernels.size();
+    for (const KernelInfo* k : it.kernels)  // a result left from an earlier run must not be read as this one's
+      std::filesystem::remove(opt.results_dir / verify::result_file_name(k->name, it.scenario.id));
+  }
+  std::cout << "attngate_verify: batch " << opt.batch_name << ": " << cases << " cases on " << items.size()
+            << " scenarios, base seed " << base_seed() << " (replay with ATTNGATE_SEED=" << base_seed() << ")"
+            << std::endl;
+  const verify::DeviceStatus dev = verify::probe_device();
+  int sm_needed = 0;
+  for (const auto& it : items)
+    for (const KernelInfo* k : it.kernels) sm_needed = std::max(sm_needed, k->min_sm);
+  if (!dev.available || dev.sm < sm_needed) {
+    const std::string why = !dev.available ? "needs a CUDA GPU: " + dev.why
+                                           : "needs compute capability " + std::to_string(sm_needed) + ", device " +
+                                                 dev.name + " has " + std::to_string(dev.sm);
+    for (const auto& it : items)
+      for (const KernelInfo* k : it.kernels) write_result(k->name, it.scenario, "skipped", why, nullptr);
+    std::cout << "[  SKIPPED ] " << why << std::endl;
+    return 0;
+  }
+  const KernelInfo& initial = KernelRegistry::instance().get(opt.initial);
+  cudaStream_t stream = nullptr;
+  ATTNGATE_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  std::map<std::string, int> counts;
+  // The kernels' buffers come from one pool that every worker maps once (verify::KernelPool).
+  verify::KernelPool pool;
+  verify::PoolScope pool_scope(pool);
+  for (size_t i = 0; i < items.size(); ++i) {
+    const Item& it = items[i];
+    std::vector<verify::CaseOutcome> outcomes;
+    const auto t_scenario = std::chrono::steady_clock::now();
+    try {
+      if (it.kernels.size() == 1 && it.kernels[0]->name == "reference")
+        outcomes = {verify::verify_case(*it.kernels[0], initial, it.scenario, it.suite->tolerance, base_seed(), stream)};
+      else
+        outcomes = verify::verify_scenario(it.kernels, initial, it.scenario, it.suite->tolerance, base_seed(), stream);
+    } catch (const std::exception& e) {
+      // The judge's own device is unusable (a sticky error): no later case can be checked.
+      const std::string why = std::string("the batch stopped at ") + it.scenario.id + ": " + e.what();
+      std::cout << "attngate_verify: " << why << std::endl;
+      for (size_t j = i; j < items.size(); ++j)
+        for (const KernelInfo* k : items[j].kernels) write_result(k->name, items[j].scenario, "error", why, nullptr);
+      return 1;
+    }
+    const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t_scenario).count();
+    std::printf("attngate_verify: %s: %zu kernels in %.1f ms (%.3g GFLOP per call)\n", it.scenario.id.c_str(),
+                it.kernels.size(), ms, it.scenario.flops() * 1e-9);
+    for (const auto& c : outcomes) {
+      write_result(c.kernel, it.scenario, c.status, c.detail, &c);
+      ++counts[c.status];
+      std::cout << "verify." << c.kernel << "." << it.scenario.id << ": " << c.status;
+      if (c.status == "passed" || c.status == "failed") std::cout << ", " << one_line(c);
+      else std::cout << ": " << c.detail;
+      std::cout << "\n";
+      if (c.status == "failed") std::cout << verify::describe(c, it.scenario);
+    }
+    std::cout.flush();
+  }
+  ATTNGATE_CUDA_CHECK(cudaStreamDestroy(stream));
+  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  std::cout << "attngate_verify: batch " << opt.batch_name << " done in " << secs << " s: " << counts["passed"]
+            << " passed, " << counts["failed"] << " failed, " << counts["skipped"] << " skipped, " << counts["error"]
+            << " errors" << std::endl;
+  return 0;
+}
+
+// A per-case test: prints the result the batch wrote and exits with its verdict (0 passed, 1
+// failed or error; a skip prints GoogleTest's marker, which the test's SKIP_REGULAR_EXPRESSION reads).
+int show_result(const Options& opt) {
+  const std::filesystem::path file = opt.show_result;
+  std::ifstream in(file);
+  if (!in) {
+    std::cout << "attngate_verify: no result " << file.string() << ": the batch test " << opt.batch_name
+              << " did not write it (it crashed, timed out or did not run; see its output)\n";
+    return 1;
+  }
+  verify::ResultDocument doc;
+  try {
+    doc = verify::parse_result_document(nlohmann::json::parse(in));
+  } catch (const std::exception& e) {
+    std::cout << "attngate_verify: " << file.string() << " is not a verify result: " << e.what() << "\n";
+    return 1;
+  }
+  std::cout << doc.test << ": " << doc.status << (doc.batch ? " (checked by " + *doc.batch + ")" : "")
+            << (doc.base_seed ? ", base seed " + *doc.base_seed : "") << "\n";
+  for (const auto& r : doc.runs) {
+    char line[512];
+    std::snprintf(line, sizeof line, "  %-12s seed=%s  O max_abs=%.3e rel_l2=%.3e at [%s]  LSE max_scaled=%.3e at [%s]  %s\n",
+                  r.distribution.c_str(), r.seed.c_str(), r.o.max_abs, r.o.rel_l2, r.o_worst_at.c_str(),
+                  r.lse.max_scaled, r.lse_worst_at.c_str(), r.pass ? "PASS" : "FAIL");
+    std::cout << line;
+    for (const auto& why : r.reasons) std::cout << "    - " << why << "\n";
+  }
+  if (doc.status == "skipped") {
+    std::cout << "[  SKIPPED ] " << doc.detail << "\n";
+    return 0;
+  }
+  if (!doc.detail.empty()) std::cout << "  " << doc.detail << "\n";
+  if (doc.status == "passed") return 0;
+  if (doc.status == "failed" && doc.base_seed)
+    std::cout << "  replay: ATTNGATE_SEED=" << *doc.base_seed << " ctest -R '" << doc.test << "$'\n";
+  return 1;
+}
+
 
 // The gate suite names the kernel it judges and the one it times it against.
 std::string gate_kernel(const Suite& gate) {
@@ -209,8 +372,7 @@ bool wanted(const KernelInfo& k, const Suite& suite, const Scenario& s) {
   return k.supports(s.dtype, s.head_dim);
 }
 
-std::vector<Generated> register_tests(const Options& opt) {
-  std::vector<Generated> out;
+void register_tests(const Options& opt) {
   const auto suites = load_suite_dir(opt.scenario_dir);
   for (const KernelInfo* k : KernelRegistry::instance().all()) {
     for (const Suite& suite : suites) {
@@ -220,15 +382,19 @@ std::vector<Generated> register_tests(const Options& opt) {
                               [name = k->name, init = opt.initial, s, tol = suite.tolerance]() -> testing::Test* {
                                 return new VerifyTest(name, init, s, tol);
                               });
-        // `ctest -L gate` is the gate's stop condition, so the label `gate` (which is also the gate
-        // suite's name) goes to the gate's own tests only: the kernel under test on that suite.
-        // Other kernels' tests on it are selected by name (-R 'verify\.initial\.gate_').
-        Generated g{k->name + "." + s.id, "verify." + k->name + "." + s.id, {"gpu", "verify"}};
-        g.gate = suite.name == "gate" && k->name == gate_kernel(suite);
-        if (suite.name != "gate" || g.gate) g.labels.push_back(suite.name);
-        out.push_back(std::move(g));
       }
     }
+  }
+}
+
+std::vector<const KernelInfo*> batch_kernels(const Options& opt, const Suite& suite, const Scenario& s) {
+  std::vector<const KernelInfo*> out;
+  for (const KernelInfo* k : KernelRegistry::instance().all()) {
+    if (!opt.kernels.empty() && std::find(opt.kernels.begin(), opt.kernels.end(), k->name) == opt.kernels.end())
+      continue;
+    if (!wanted(*k, suite, s)) continue;
+    if (k->name == opt.initial) out.insert(out.begin(), k);
+    else out.push_back(k);
   }
   return out;
 }
@@ -236,26 +402,69 @@ std::vector<Generated> register_tests(const Options& opt) {
 // Timeouts of the gate's tests; the report is told them so it can tell a timeout from a crash.
 constexpr int kVerifyTimeoutS = 900;
 constexpr int kPerfTimeoutS = 1800;
+constexpr int kShowTimeoutS = 60;
 
-std::string join(const std::vector<std::string>& v) {
+std::string join(const std::vector<std::string>& v, const char* sep = ";") {
   std::string out;
-  for (const auto& x : v) out += (out.empty() ? "" : ";") + x;
+  for (const auto& x : v) out += (out.empty() ? "" : sep) + x;
   return out;
 }
 
-// `--worker=` arguments for the workers holding `kernels`: planted cheats live in the adversarial
-// library's worker, every other kernel in the worker named after it (kernels/worker/CMakeLists.txt).
+// The worker library that holds kernel k: planted cheats live in the adversarial library's worker,
+// every other kernel in the worker named after it (kernels/worker/CMakeLists.txt).
+std::string worker_lib(const std::string& k) {
+  return k.rfind("cheat_", 0) == 0 || k.rfind("control_", 0) == 0 ? "adversarial" : k;
+}
+
+// `--worker=` arguments for the workers holding `kernels`.
 std::vector<std::string> worker_args(const std::filesystem::path& dir, const std::vector<std::string>& kernels) {
   std::vector<std::string> out;
   for (const auto& k : kernels) {
-    const std::string lib = k.rfind("cheat_", 0) == 0 || k.rfind("control_", 0) == 0 ? "adversarial" : k;
-    const std::string arg = "--worker=" + (dir / ("attngate_worker_" + lib)).string();
+    const std::string arg = "--worker=" + (dir / ("attngate_worker_" + worker_lib(k))).string();
     if (std::find(out.begin(), out.end(), arg) == out.end()) out.push_back(arg);
   }
   return out;
 }
 
-void emit_ctest(const Options& opt, const std::vector<Generated>& tests) {
+// The suites the gate judges correctness on (gate.yaml settings.correctness_suites, plus the gate
+// suite itself); the gate times only its own suite.
+std::vector<std::string> gate_correctness_suites(const Suite& gate) {
+  std::vector<std::string> out = {gate.name};
+  auto it = gate.settings.find("correctness_suites");
+  if (it == gate.settings.end()) return out;
+  std::string item;
+  for (char c : it->second + ",") {
+    if (c == ',' || c == ' ') {
+      if (!item.empty() && std::find(out.begin(), out.end(), item) == out.end()) out.push_back(item);
+      item.clear();
+    } else {
+      item += c;
+    }
+  }
+  return out;
+}
+
+// What a batch's scenarios cost (shard.hpp's scenario_cost).
+double batch_cost(const std::vector<Scenario>& v) {
+  double c = 0;
+  for (const auto& s : v) c += scenario_cost(s);
+  return c;
+}
+// About 3 s of an H200's fp32 reference per shard: enough shards to spread a suite over the GPUs
+// (and the slots of each) that CTest's resource spec offers, few enough that start-up stays small.
+constexpr double kShardCost = 6e13;
+constexpr int kMaxShards = 12;
+
+// One batch test: a group of kernels on one shard of one suite, checked in one process.
+struct Batch {
+  std::string name;            // verify.batch.<suite>[.<group>][.<i>of<n>]
+  std::string suite, group;    // group: "gate" (the gate's kernel and baseline), "others", "reference"
+  std::vector<std::string> kernels;
+  int shard = 0, shards = 1;
+  bool gate_labelled = false;
+};
+
+void emit_ctest(const Options& opt) {
   std::ofstream f(opt.emit_ctest);
   if (!f) throw std::runtime_error("cannot write " + opt.emit_ctest);
   auto quoted = [](const std::string& s) { return "[==[" + s + "]==]"; };
@@ -264,19 +473,32 @@ void emit_ctest(const Options& opt, const std::vector<Generated>& tests) {
     for (const auto& a : argv) f << " " << quoted(a);
     f << ")\n";
   };
-
-  // The gate (agent_hooks/README.md): one CTest run of `-L gate` verifies the kernel under test on
-  // the gate suite, times it against the baseline and writes the report. Every gate test is
-  // defined here, in one directory, so DEPENDS orders them: gate.setup first (clears the previous
-  // run's outcomes, writes the marker that makes older files stale), gate.performance after the
-  // verify tests and alone on the machine, gate.report last.
-  const Suite* gate = nullptr;
   const auto suites = load_suite_dir(opt.scenario_dir);
+  const Suite* gate = nullptr;
   for (const auto& s : suites)
     if (s.name == "gate") gate = &s;
-  std::vector<std::string> gate_verify;
-  for (const auto& t : tests)
-    if (t.gate) gate_verify.push_back(t.ctest_name);
+  const std::string gate_k = gate ? gate_kernel(*gate) : "candidate";
+  const std::string gate_b = gate ? gate_baseline(*gate) : opt.initial;
+  const std::vector<std::string> checked = gate ? gate_correctness_suites(*gate) : std::vector<std::string>{};
+  for (const auto& name : checked) {
+    bool found = false;
+    for (const auto& s : suites) found |= s.name == name;
+    if (!found)
+      throw std::runtime_error("gate.yaml settings.correctness_suites names suite '" + name + "', which is not in " +
+                               opt.scenario_dir.string());
+  }
+  auto gate_checks = [&](const std::string& suite) {
+    return std::find(checked.begin(), checked.end(), suite) != checked.end();
+  };
+  auto has_worker = [&](const std::string& k) {
+    return std::find(opt.worker_libs.begin(), opt.worker_libs.end(), worker_lib(k)) != opt.worker_libs.end();
+  };
+
+  // The gate (agent_hooks/README.md): one CTest run of `-L gate` verifies the kernel under test on
+  // every suite the gate checks, times it against the baseline on the gate suite and writes the
+  // report. Every gate test is defined here, in one directory, so DEPENDS orders them: gate.setup
+  // first (clears the previous run's outcomes, writes the marker that makes older files stale),
+  // gate.performance after verification and alone on the machine, gate.report last.
   std::vector<std::string> report_args;
   std::filesystem::path gate_dir;
   if (gate) {
@@ -286,9 +508,8 @@ void emit_ctest(const Options& opt, const std::vector<Generated>& tests) {
                                "--emit-build-dir, --emit-source-dir, --emit-judge and --emit-workers");
     const std::filesystem::path build = opt.emit_build_dir;
     gate_dir = build / "gate";
-    const std::string kernel = gate_kernel(*gate), baseline = gate_baseline(*gate);
     int sm = 90;  // Hopper: what the gate is for
-    for (const std::string& k : {kernel, baseline})
+    for (const std::string& k : {gate_k, gate_b})
       if (const KernelInfo* info = KernelRegistry::instance().find(k)) sm = std::max(sm, info->min_sm);
     if (opt.results_dir.empty()) throw std::runtime_error("the gate needs --results-dir");
     report_args = {opt.emit_attngate,
@@ -296,8 +517,8 @@ void emit_ctest(const Options& opt, const std::vector<Generated>& tests) {
                    "--repo=" + opt.emit_source_dir,
                    "--suite=gate",
                    "--scenarios=" + opt.scenario_dir.string(),
-                   "--kernel=" + kernel,
-                   "--baseline=" + baseline,
+                   "--kernel=" + gate_k,
+                   "--baseline=" + gate_b,
                    "--results-dir=" + opt.results_dir.string(),
                    "--perf=" + (gate_dir / "performance.json").string(),
                    "--out-dir=" + gate_dir.string(),
@@ -314,28 +535,100 @@ void emit_ctest(const Options& opt, const std::vector<Generated>& tests) {
          " RESOURCE_GROUPS gpus:1)\n";
   }
 
-  // The gate's kernels run in workers, never in the judge's process (agent_hooks/SECURITY.md).
-  std::vector<std::string> workers;
-  if (gate) workers = worker_args(opt.emit_workers, {gate_kernel(*gate), gate_baseline(*gate)});
-  for (const auto& t : tests) {
-    std::vector<std::string> argv = {gate && t.gate ? opt.emit_judge : opt.emit_exe};
-    if (gate && t.gate) argv.insert(argv.end(), workers.begin(), workers.end());
-    argv.push_back("--gtest_filter=" + t.gtest_name);
-    argv.push_back("--scenarios=" + opt.scenario_dir.string());
-    if (!opt.results_dir.empty()) argv.push_back("--results-dir=" + opt.results_dir.string());
-    add_test(t.ctest_name, argv);
-    f << "set_tests_properties(" << quoted(t.ctest_name) << " PROPERTIES LABELS " << quoted(join(t.labels))
-      << " SKIP_REGULAR_EXPRESSION [==[\\[  SKIPPED \\]]==] TIMEOUT " << kVerifyTimeoutS
-      << (gate && t.gate ? " DEPENDS gate.setup" : "") << " RESOURCE_GROUPS gpus:1)\n";
+  // The batches: per suite, the gate's kernel apart from the other kernels (so that the gate
+  // never waits for the baseline's own checks or a library's kernels), the GPU reference (checked
+  // against Eigen) apart from both.
+  std::vector<Batch> batches;
+  std::vector<std::string> gate_tests;  // the gate's batches and per-case tests: gate.performance waits for them
+  for (const Suite& suite : suites) {
+    std::map<std::string, std::vector<std::string>> groups;
+    for (const KernelInfo* k : KernelRegistry::instance().all()) {
+      bool any = false;
+      for (const Scenario& s : suite.scenarios) any |= wanted(*k, suite, s);
+      if (!any) continue;
+      // The gate's kernel alone: the baseline runs in its batch only to set the error bound (one
+      // call per draw), and is judged itself with the other kernels.
+      const std::string group = k->name == "reference" ? "reference" : k->name == gate_k ? "gate" : "others";
+      groups[group].push_back(k->name);
+    }
+    const int shards = int(std::clamp(std::ceil(batch_cost(suite.scenarios) / kShardCost), 1.0, double(kMaxShards)));
+    for (const auto& [group, kernels] : groups) {
+      const int n = group == "reference" ? 1 : shards;
+      for (int i = 0; i < n; ++i) {
+        Batch b{"verify.batch." + suite.name + (group == "gate" ? "" : "." + group) +
+                    (n > 1 ? "." + std::to_string(i + 1) + "of" + std::to_string(n) : ""),
+                suite.name, group, kernels, i, n, gate && group == "gate" && gate_checks(suite.name)};
+        batches.push_back(std::move(b));
+      }
+    }
   }
+
+  for (const Batch& b : batches) {
+    // The kernels run in workers where they have one, always so for the gate's (agent_hooks/SECURITY.md).
+    bool isolated = b.group != "reference" && !opt.emit_judge.empty();
+    for (const auto& k : b.kernels) isolated &= has_worker(k);
+    if (b.group != "reference" && !isolated && b.gate_labelled)
+      throw std::runtime_error("the gate's kernels " + join(b.kernels, ", ") + " need workers (--emit-worker-libs)");
+    std::vector<std::string> argv = {isolated ? opt.emit_judge : opt.emit_exe};
+    if (isolated) {
+      std::vector<std::string> run = b.kernels;
+      run.push_back(opt.initial);
+      for (const auto& w : worker_args(opt.emit_workers, run)) argv.push_back(w);
+    }
+    argv.insert(argv.end(), {"--batch", "--batch-name=" + b.name, "--suite=" + b.suite, "--kernels=" + join(b.kernels, ","),
+                             "--shard=" + std::to_string(b.shard) + "/" + std::to_string(b.shards),
+                             "--scenarios=" + opt.scenario_dir.string(), "--results-dir=" + opt.results_dir.string()});
+    add_test(b.name, argv);
+    // The suite's name as a label, except `gate` on batches that are not the gate's own.
+    std::vector<std::string> labels = {"gpu", "verify", "batch"};
+    if (b.suite != "gate" || b.gate_labelled) labels.push_back(b.suite);
+    if (b.gate_labelled && b.suite != "gate") labels.push_back("gate");
+    f << "set_tests_properties(" << quoted(b.name) << " PROPERTIES LABELS " << quoted(join(labels))
+      << " FIXTURES_SETUP " << quoted(b.name) << " SKIP_REGULAR_EXPRESSION [==[\\[  SKIPPED \\]]==] TIMEOUT "
+      << kVerifyTimeoutS << (b.gate_labelled ? " DEPENDS gate.setup" : "") << " RESOURCE_GROUPS gpus:1)\n";
+    if (b.gate_labelled) gate_tests.push_back(b.name);
+
+    // One test per (kernel, scenario), reading what the batch wrote: `ctest -R` on one of them
+    // runs its batch first (the fixture), then prints the case.
+    const Suite* suite = nullptr;
+    for (const auto& s : suites)
+      if (s.name == b.suite) suite = &s;
+    for (const Scenario& s : shard_scenarios(suite->scenarios, {b.shard, b.shards})) {
+      for (const auto& kname : b.kernels) {
+        const KernelInfo& k = KernelRegistry::instance().get(kname);
+        if (!wanted(k, *suite, s)) continue;
+        const std::string test = "verify." + kname + "." + s.id;
+        add_test(test, {opt.emit_judge.empty() ? opt.emit_exe : opt.emit_judge,
+                        "--show-result=" + (opt.results_dir / verify::result_file_name(kname, s.id)).string(),
+                        "--batch-name=" + b.name});
+        // `ctest -L gate` is the gate's stop condition, so the label `gate` (which is also the gate
+        // suite's name) goes to the gate's own tests only: its kernel on the suites it checks.
+        // Other kernels' tests on the gate suite are selected by name (-R 'verify\.initial\.gate_').
+        const bool gate_case = b.gate_labelled && kname == gate_k;
+        std::vector<std::string> labels = {"gpu", "verify"};
+        if (suite->name != "gate" || gate_case) labels.push_back(suite->name);
+        if (gate_case && suite->name != "gate") labels.push_back("gate");
+        f << "set_tests_properties(" << quoted(test) << " PROPERTIES LABELS " << quoted(join(labels))
+          << " FIXTURES_REQUIRED " << quoted(b.name) << " SKIP_REGULAR_EXPRESSION [==[\\[  SKIPPED \\]]==] TIMEOUT "
+          << kShowTimeoutS << (gate_case ? " DEPENDS gate.setup" : "") << ")\n";
+        if (gate_case) gate_tests.push_back(test);
+      }
+    }
+  }
+
+  add_test("gpu.selfcheck.host_inputs_match_device",
+           {opt.emit_exe, "--gtest_filter=selfcheck.host_inputs_match_device", "--scenarios=" + opt.scenario_dir.string()});
+  f << "set_tests_properties(gpu.selfcheck.host_inputs_match_device PROPERTIES LABELS [==[gpu;verify]==]"
+       " SKIP_REGULAR_EXPRESSION [==[\\[  SKIPPED \\]]==] TIMEOUT 300 RESOURCE_GROUPS gpus:1)\n";
 
   if (gate) {
     std::vector<std::string> after = {"gate.setup"};
-    after.insert(after.end(), gate_verify.begin(), gate_verify.end());
+    after.insert(after.end(), gate_tests.begin(), gate_tests.end());
+    const std::vector<std::string> workers = worker_args(opt.emit_workers, {gate_k, gate_b});
     std::vector<std::string> perf = {opt.emit_bench};
     perf.insert(perf.end(), workers.begin(), workers.end());
     perf.insert(perf.end(), {"--suite=gate", "--scenarios=" + opt.scenario_dir.string(),
-                             "--compare=" + gate_kernel(*gate) + "," + gate_baseline(*gate),
+                             "--compare=" + gate_k + "," + gate_b,
                              "--compare_out=" + (gate_dir / "performance.json").string()});
     add_test("gate.performance", perf);
     // RUN_SERIAL: nothing else runs while it times. Without a GPU the bench prints SKIPPED (a skip,
@@ -361,6 +654,9 @@ const char* kUsage =
     " --emit-build-dir=DIR --emit-source-dir=DIR --emit-judge=PATH --emit-workers=DIR]"
     "   (the gate tests need the last six)\n"
     "       attngate_verify --require-device=SM   (exit 0 only with a GPU of compute capability >= SM/10)\n"
+    "       attngate_verify [--worker=PATH]... --batch --batch-name=NAME --suite=SUITE... [--kernels=K,..] [--shard=i/N]"
+    " --results-dir=DIR   (many cases in one process)\n"
+    "       attngate_verify --show-result=FILE [--batch-name=NAME]   (one case's verdict, as its CTest test)\n"
     "  ATTNGATE_SEED=N replays a run's inputs\n";
 
 Options parse(int argc, char** argv) {
@@ -383,8 +679,21 @@ Options parse(int argc, char** argv) {
   app.add_option("--emit-source-dir", opt.emit_source_dir, "Gate tests: the repository the report hashes");
   app.add_option("--emit-judge", opt.emit_judge, "Gate tests: attngate_verify_judge, which runs the gate's tests");
   app.add_option("--emit-workers", opt.emit_workers, "Gate tests: the folder of the attngate_worker_<library> binaries");
+  app.add_flag("--batch", opt.batch, "Check every case of --suite (one shard, the --kernels) in this process; "
+               "one result per case in --results-dir");
+  app.add_option("--batch-name", opt.batch_name, "The batch's CTest name, kept in its results");
+  app.add_option("--suite", opt.suites, "Batch: a suite to check (repeatable)");
+  app.add_option("--kernels", opt.kernels, "Batch: the kernels whose results it writes (default: every wanted one)")
+      ->delimiter(',');
+  app.add_option("--shard", opt.shard, "Batch: shard i/N of each suite (default 0/1)");
+  app.add_option("--show-result", opt.show_result, "Print one result file and exit 0 (passed), 1 (failed, error, "
+                 "missing) or 0 with a SKIPPED line");
+  app.add_option("--emit-worker-libs", opt.worker_libs, "The kernel libraries that have a worker (comma-separated)")
+      ->delimiter(',');
   try {
     app.parse(argc, argv);
+    if (opt.batch && (opt.suites.empty() || results_dir.empty()))
+      throw CLI::ValidationError("--batch", "needs --suite and --results-dir");
   } catch (const CLI::CallForHelp& e) {
     std::exit(app.exit(e));
   } catch (const CLI::ParseError& e) {
@@ -467,15 +776,14 @@ int main(int argc, char** argv) {
     }
     return 0;
   }
-  std::vector<Generated> generated;
+  if (!opt.show_result.empty()) return show_result(opt);
   try {
-    generated = register_tests(opt);
-    generated.push_back({"selfcheck.host_inputs_match_device", "gpu.selfcheck.host_inputs_match_device",
-                         {"gpu", "verify"}});
     if (!opt.emit_ctest.empty()) {
-      emit_ctest(opt, generated);
+      emit_ctest(opt);
       return 0;
     }
+    if (opt.batch) return run_batch(opt);
+    register_tests(opt);
   } catch (const std::exception& e) {
     std::cerr << "attngate_verify: " << e.what() << "\n";
     return 2;

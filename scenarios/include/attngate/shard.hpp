@@ -17,7 +17,11 @@ struct ShardSpec {
 // Parses "i/N" (0 <= i < N); throws std::invalid_argument naming the text otherwise.
 ShardSpec parse_shard(const std::string& text);
 
-// Scenarios of shard `spec`, in suite order. Assignment: largest FLOPs first (ties by id), each to
+// The work of one scenario in FLOP-equivalents: its FLOPs plus a fixed cost per scenario
+// (allocation, input fill, process round trips), so many small scenarios weigh what they take.
+double scenario_cost(const Scenario& s);
+
+// Scenarios of shard `spec`, in suite order. Assignment: largest cost first (ties by id), each to
 // the shard with the least work so far (ties to the lowest index): the same suite always splits
 // the same way, and every scenario lands in exactly one shard.
 std::vector<Scenario> shard_scenarios(const std::vector<Scenario>& all, ShardSpec spec);

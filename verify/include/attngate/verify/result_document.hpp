@@ -70,9 +70,14 @@ struct ResultDocument {
   std::optional<std::string> ground_truth;  // "gpu_reference_fp32" or "eigen_cpu"
   std::optional<std::string> base_seed;     // ATTNGATE_SEED replays the run; decimal
   std::vector<ResultRun> runs;              // one per input distribution; empty when the case did not run
+  // The judge's device memory for the scenario (inputs, guarded outputs, fp32 truth, snapshots),
+  // checked against the free memory before anything was allocated; null when not computed.
+  std::optional<int64_t> device_bytes;
+  std::optional<std::string> batch;         // the batch test that checked it (verify.batch.*); null: a single test
 };
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(ResultDocument, schema, test, kernel, scenario, suite, status, detail,
-                                                ctest_gpu, pci_bus_id, ground_truth, base_seed, runs)
+                                                ctest_gpu, pci_bus_id, ground_truth, base_seed, runs, device_bytes,
+                                                batch)
 
 // The file name of a test's result in the results folder.
 inline std::string result_file_name(const std::string& kernel, const std::string& scenario) {
