@@ -731,6 +731,9 @@ GateOutcome gate_and_record(const Context& ctx, const GateOptions& o, Evaluation
   check_head_unchanged(ctx, in);
   if (has_reason(in.report.reasons, "NO_DEVICE"))
     return {std::nullopt, "no usable CUDA device here (the report says NO_DEVICE); run the gate on the GPU machine"};
+  if (has_reason(in.report.reasons, "GPU_SHARED"))
+    return {std::nullopt, "another process held the GPU while the gate timed the candidate (the report says "
+                          "GPU_SHARED); run the gate again on an idle GPU"};
   std::string remeasured = confirm_suspicious_gain(ctx, o, build, before, raw, in);
   in.receipt_key = receipt_key_or_warn(ctx);
   return {evaluate(ctx, in), {}, remeasured};

@@ -833,6 +833,12 @@ GateReportOutput build_gate_report(const ReportInputs& in) {
                                    " memset per traced call of the candidate (baseline: " +
                                    fmt("%.2f", num(base, "memset_per_call").value_or(0)) + ")");
 
+      // The GPU to itself: another process's work perturbs every clock of both kernels.
+      if (auto seen = num(ps, "gpu_processes"), expected = num(ps, "gpu_processes_expected");
+          seen && expected && *seen > *expected)
+        flag("GPU_SHARED", fmt("%.0f", *seen) + " CUDA processes held the GPU while it was timed, the gate's own are " +
+                               fmt("%.0f", *expected) + " (the judge and its workers): another process shared it; "
+                               "run the gate on an idle GPU");
       // Isolation: the candidate's code never shares the judge's process.
       if (const std::string process = str(cand, "process");
           process != "worker" || num(cand, "isolated").value_or(0) != 1)

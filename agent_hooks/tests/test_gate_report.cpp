@@ -61,6 +61,7 @@ struct PerfRow {
   double speedup = 1.05, lo = 1.04, hi = 1.06;
   Clocks cand{1.0, 0.996, 1.03}, base{1.05, 1.046, 1.08};
   double flops = 1e10, min_bytes = 2e7;  // floor: 0.0101 ms at 989.5 TFLOPS (0.0042 ms at 4.8 TB/s)
+  int gpu_processes = 3;                 // -1: NVML could not count them (written as null)
 };
 
 json timing(const std::string& name, const Clocks& c) {
@@ -134,6 +135,8 @@ json perf_json(const std::vector<PerfRow>& rows, double geo = 1.05, double lo = 
                               {"kernel_speedup", r.base.kernel / r.cand.kernel},
                               {"wall_speedup", r.base.wall / r.cand.wall},
                               {"calls", 40},
+                              {"gpu_processes", r.gpu_processes < 0 ? json(nullptr) : json(r.gpu_processes)},
+                              {"gpu_processes_expected", 3},
                               {"kernel_timing", timing(kernel, r.cand)},
                               {"base_timing", timing(base, r.base)}});
   return j;
@@ -913,6 +916,22 @@ TEST_F(ReportPolicy, NotIsolatedWhenTheCandidateRanInTheJudgesProcess) {
 
   rows = aa_rows();
   for (auto& row : rows) row.base.process = "in-process", row.base.isolated = 0;
+  expect_pass(rows);
+}
+
+TEST_F(ReportPolicy, GpuSharedWhenAnotherProcessHeldTheGpuWhileTiming) {
+  ASSERT_EQ(prepare().exit_code, 0);
+  all_passed();
+  auto rows = aa_rows();
+  rows[1].gpu_processes = 4;  // the judge, two workers and a stranger
+  json j = expect_reason(rows, "GPU_SHARED", {"gate_b"},
+                         "gate_b: 4 CUDA processes held the GPU while it was timed, the gate's own are 3 (the judge "
+                         "and its workers): another process shared it; run the gate on an idle GPU");
+  EXPECT_EQ(codes(j), std::vector<std::string>{"GPU_SHARED"});
+
+  rows = aa_rows();
+  rows[0].gpu_processes = -1;  // NVML could not count: not a failure
+  rows[2].gpu_processes = 2;   // fewer than expected (a worker had not made its context yet): fine
   expect_pass(rows);
 }
 

@@ -104,6 +104,8 @@ ComparisonRow comparison_row(const Scenario& s, const Measurement& m, const Repo
   row.samples = {m.series[0].event_ms, m.series[1].event_ms};
   row.stop = to_string(m.stop);
   row.loop_s = m.loop_s;
+  row.gpu_processes = m.gpu_processes;
+  row.gpu_processes_expected = m.gpu_processes_expected;
   KernelFigures* figs[2] = {&row.kernel, &row.base};
   for (size_t i = 0; i < 2; ++i) {
     const KernelSeries& k = m.series[i];
@@ -270,6 +272,8 @@ std::string to_json(const ComparisonReport& r, const SuiteSpeedup& s) {
                     {"calls", row.samples.kernel.size()},
                     {"stop", row.stop},
                     {"loop_s", num(row.loop_s)},
+                    {"gpu_processes", row.gpu_processes < 0 ? json(nullptr) : json(row.gpu_processes)},
+                    {"gpu_processes_expected", row.gpu_processes_expected},
                     {"tracing_overhead_us", num(row.kernel.get("tracing_overhead_us"))},
                     {"cupti_minus_event_us", num(row.kernel.get("cupti_minus_event_us"))},
                     {"kernel_timing", figures_json(row.kernel)},

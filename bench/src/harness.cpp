@@ -25,6 +25,10 @@ using Clock = std::chrono::steady_clock;
 
 double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
+// The input sets alternate between verification's two distributions, so the timed calls see both,
+// as the checked calls do (large scores exercise the softmax's rescaling path).
+Distribution set_distribution(int set) { return set % 2 == 0 ? Distribution::standard : Distribution::large_scores; }
+
 int select_device(int device) {
   ATTNGATE_CUDA_CHECK(cudaSetDevice(device));
   return device;
@@ -280,7 +284,7 @@ Measurement Harness::measure(const Scenario& s, const std::vector<const KernelIn
     for (int r = 0; r < sets; ++r) {
       // Every kernel gets the same data (same seeds) in its own buffers.
       auto p = std::make_unique<verify::Problem>(s);
-      p->fill(verify::scenario_seed(opt.seed, s.id, r), Distribution::standard, stream_);
+      p->fill(verify::scenario_seed(opt.seed, s.id, r), set_distribution(r), stream_);
       cs[i].inputs.push_back(std::move(p));
     }
   }
@@ -367,6 +371,12 @@ Measurement Harness::measure(const Scenario& s, const std::vector<const KernelIn
   m.setup_s = seconds_since(t_setup);
   phase("traced_warmup");
 
+  // Another process on the GPU perturbs every clock; counted here and at the end.
+  std::set<int64_t> worker_pids;
+  for (const auto& c : cs)
+    if (c.remote) worker_pids.insert(verify::remote::worker_pid(*c.remote));
+  m.gpu_processes_expected = 1 + int(worker_pids.size());
+  m.gpu_processes = clock_.compute_processes();
   const auto t_loop = Clock::now();
   std::vector<const std::vector<double>*> resolved;
   for (auto& c : cs) resolved.push_back(&c.series.event_ms);
@@ -381,7 +391,7 @@ Measurement Harness::measure(const Scenario& s, const std::vector<const KernelIn
         // New contents at the same pointers, from a seed drawn now: no earlier call could have
         // computed this output, so a kernel that caches, precomputes or skips is timed honestly here.
         const uint64_t seed = rng();
-        for (auto& c : cs) c.inputs[set]->fill(seed, Distribution::standard, stream_);
+        for (auto& c : cs) c.inputs[set]->fill(seed, set_distribution(int(set)), stream_);
         truths[set] = verify::device_ground_truth(*cs[0].inputs[set], stream_);
         ATTNGATE_CUDA_CHECK(cudaStreamSynchronize(stream_));
       }
@@ -416,6 +426,7 @@ Measurement Harness::measure(const Scenario& s, const std::vector<const KernelIn
     }
   }
   m.loop_s = seconds_since(t_loop);
+  m.gpu_processes = std::max(m.gpu_processes, clock_.compute_processes());
   phase("loop");
 
   // The timed calls must be the calls verification checked: same output, same stream, no state.

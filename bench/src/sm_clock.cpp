@@ -16,6 +16,7 @@ using NvmlReturn = int;
 using NvmlDevice = void*;
 constexpr NvmlReturn kNvmlSuccess = 0;
 constexpr NvmlReturn kNvmlNotSupported = 3;
+constexpr NvmlReturn kNvmlInsufficientSize = 7;
 constexpr int kNvmlClockSm = 1;
 
 struct Nvml {
@@ -26,6 +27,10 @@ struct Nvml {
   NvmlReturn (*clock_info)(NvmlDevice, int, unsigned*) = nullptr;
   NvmlReturn (*max_clock_info)(NvmlDevice, int, unsigned*) = nullptr;
   NvmlReturn (*event_reasons)(NvmlDevice, unsigned long long*) = nullptr;
+  // Called with a zero-length array it says how many compute processes hold a context on the
+  // device (NVML_ERROR_INSUFFICIENT_SIZE with the count, or success with 0); the records'
+  // layout is never read.
+  NvmlReturn (*compute_processes)(NvmlDevice, unsigned*, void*) = nullptr;
 };
 
 Nvml g_nvml;
@@ -73,6 +78,8 @@ SmClock::SmClock(int cuda_device) {
   // Renamed in NVML 12.2; the old name stays exported for older drivers.
   if (!bind(lib_, "nvmlDeviceGetCurrentClocksEventReasons", g_nvml.event_reasons))
     bind(lib_, "nvmlDeviceGetCurrentClocksThrottleReasons", g_nvml.event_reasons);
+  if (!bind(lib_, "nvmlDeviceGetComputeRunningProcesses_v3", g_nvml.compute_processes))
+    bind(lib_, "nvmlDeviceGetComputeRunningProcesses", g_nvml.compute_processes);
 
   if (const NvmlReturn r = g_nvml.init(); r != kNvmlSuccess) {
     why_ = "nvmlInit_v2 failed: " + nvml_message(r);
@@ -117,6 +124,15 @@ ClockReading SmClock::read() const {
       ATTNGATE_NVML_CHECK(r);
   }
   return out;
+}
+
+int SmClock::compute_processes() const {
+  if (!device_ || !g_nvml.compute_processes) return -1;
+  unsigned count = 0;
+  const NvmlReturn r = g_nvml.compute_processes(device_, &count, nullptr);
+  if (r == kNvmlSuccess) return 0;
+  if (r == kNvmlInsufficientSize) return int(count);
+  return -1;  // not supported here (some containers and virtual GPUs): unknown, never a failure
 }
 
 }  // namespace attngate::bench

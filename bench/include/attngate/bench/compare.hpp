@@ -41,6 +41,8 @@ struct ComparisonRow {
   PairedSamples samples;  // untraced event times (ms), kernel[i] and base[i] measured side by side
   std::string stop;       // why measuring stopped
   double loop_s = 0;
+  int gpu_processes = -1;          // CUDA processes on the device while measuring (-1: unknown)
+  int gpu_processes_expected = 1;  // the judge and its workers
   KernelFigures kernel, base;  // empty fields when built by hand (then the clocks read as null)
 };
 

@@ -49,7 +49,8 @@ struct MeasureOptions {
   int traced_block = 2;     // calls per kernel in one traced block
   int min_traced = 4;       // traced calls per kernel required before stopping on noise
   int max_traced = 16;      // no more traced blocks once every kernel has this many
-  int input_sets = 3;       // input sets rotated through, fewer when memory is short
+  int input_sets = 3;       // input sets rotated through, fewer when memory is short; even sets draw
+                            // verification's `standard` inputs, odd ones `large_scores`
   uint64_t seed = 0x5EEDu;  // base seed of the input sets (verify::scenario_seed)
   // After measuring, one more call per kernel through the timed path on new input contents at the
   // same pointers, read when the harness stream finishes and checked against the fp32 reference.
@@ -114,6 +115,10 @@ struct Measurement {
   int untraced_block = 0;  // calls per kernel in an untraced block
   uint64_t flush_bytes = 0;
   ClockSummary clock;
+  // CUDA processes on the device, the most seen at the start and end of measuring (-1: unknown),
+  // and how many the measurement itself accounts for (the judge and its distinct workers).
+  int gpu_processes = -1;
+  int gpu_processes_expected = 1;
   AttributionStats attribution;
   uint64_t dropped_records = 0;
 };

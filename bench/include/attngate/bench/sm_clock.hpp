@@ -28,6 +28,9 @@ class SmClock {
   double max_sm_mhz() const { return max_mhz_; }
   // Current SM clock; throws std::runtime_error (file:line, call, NVML's message) on failure.
   ClockReading read() const;
+  // CUDA processes holding a context on the device now (this one and its workers included); -1
+  // when NVML cannot say. Counted, not matched by pid: pids differ across container namespaces.
+  int compute_processes() const;
 
  private:
   void* lib_ = nullptr;
