@@ -259,7 +259,7 @@ Measurement Harness::measure(const Scenario& s, const std::vector<const KernelIn
   // As many input sets as fit in half the free memory, at most opt.input_sets.
   size_t free_bytes = 0, total_bytes = 0;
   ATTNGATE_CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
-  const size_t per_set = problem_bytes(s) * kernels.size();
+  const size_t per_set = problem_bytes(s) * (kernels.size() + 1);  // + the judge's private copy
   const int sets = int(std::clamp<size_t>(free_bytes / 2 / std::max<size_t>(per_set, 1), 1, size_t(std::max(opt.input_sets, 1))));
   m.input_sets = sets;
 
@@ -276,11 +276,9 @@ Measurement Harness::measure(const Scenario& s, const std::vector<const KernelIn
       cs[i].series.kernel_tree_dir = verify::remote::kernel_tree_dir(*cs[i].remote);
       cs[i].series.inventory = verify::remote::inventory(*cs[i].remote);
     }
-    // Each contestant's buffers in its own pool, kept from scenario to scenario: its worker maps
-    // them once, and never sees the other kernel's outputs.
-    if (pools_.size() <= i) pools_.resize(i + 1);
-    if (!pools_[i]) pools_[i] = std::make_unique<verify::KernelPool>();
-    verify::PoolScope pool(*pools_[i]);
+    // Each kernel's buffers in its own pool, kept from scenario to scenario: its worker maps them
+    // once, and never sees another kernel's buffers.
+    verify::PoolScope pool(verify::pool_for(kernels[i]->name));
     for (int r = 0; r < sets; ++r) {
       // Every kernel gets the same data (same seeds) in its own buffers.
       auto p = std::make_unique<verify::Problem>(s);
@@ -288,12 +286,19 @@ Measurement Harness::measure(const Scenario& s, const std::vector<const KernelIn
       cs[i].inputs.push_back(std::move(p));
     }
   }
+  // The judge's own copy of every input set, in allocations no kernel is given: the truths are
+  // computed from it, so no kernel can change the inputs a truth is computed from.
+  std::vector<std::unique_ptr<verify::Problem>> own;
+  for (int r = 0; r < sets; ++r) {
+    own.push_back(std::make_unique<verify::Problem>(s));
+    own.back()->fill(verify::scenario_seed(opt.seed, s.id, r), set_distribution(r), stream_);
+  }
   ATTNGATE_CUDA_CHECK(cudaStreamSynchronize(stream_));
   phase("alloc_fill");
   // The ground truth of each input set (every kernel has the same contents), kept on the device
   // for the checks of timed calls.
   std::vector<verify::DeviceTruth> truths;
-  for (int r = 0; r < sets; ++r) truths.push_back(verify::device_ground_truth(*cs[0].inputs[size_t(r)], stream_));
+  for (int r = 0; r < sets; ++r) truths.push_back(verify::device_ground_truth(*own[size_t(r)], stream_));
   std::mt19937_64 rng(std::random_device{}());
   std::set<int> fresh_rounds;  // rounds that start by giving their input set new contents
   for (int i = 0; i < opt.fresh_points; ++i)
@@ -392,7 +397,8 @@ Measurement Harness::measure(const Scenario& s, const std::vector<const KernelIn
         // computed this output, so a kernel that caches, precomputes or skips is timed honestly here.
         const uint64_t seed = rng();
         for (auto& c : cs) c.inputs[set]->fill(seed, set_distribution(int(set)), stream_);
-        truths[set] = verify::device_ground_truth(*cs[0].inputs[set], stream_);
+        own[set]->fill(seed, set_distribution(int(set)), stream_);
+        truths[set] = verify::device_ground_truth(*own[set], stream_);
         ATTNGATE_CUDA_CHECK(cudaStreamSynchronize(stream_));
       }
       for (size_t k : order) {
@@ -434,9 +440,10 @@ Measurement Harness::measure(const Scenario& s, const std::vector<const KernelIn
   // (one reference serves all): a kernel that replays an earlier output, or skips calls after the
   // first, is caught here.
   if (opt.check_timed_run) {
-    for (auto& c : cs)
-      c.inputs.front()->fill(verify::scenario_seed(opt.seed ^ 0xC4EC4ED0ull, s.id, 0), Distribution::standard, stream_);
-    const verify::DeviceTruth truth = verify::device_ground_truth(*cs.front().inputs.front(), stream_);
+    const uint64_t check_seed = verify::scenario_seed(opt.seed ^ 0xC4EC4ED0ull, s.id, 0);
+    for (auto& c : cs) c.inputs.front()->fill(check_seed, Distribution::standard, stream_);
+    own.front()->fill(check_seed, Distribution::standard, stream_);
+    const verify::DeviceTruth truth = verify::device_ground_truth(*own.front(), stream_);
     for (auto& c : cs) check_timed_run(c, s, truth);
   }
   phase("check_timed_run");
@@ -468,8 +475,9 @@ Measurement Harness::measure(const Scenario& s, const std::vector<const KernelIn
     if (c.series.isolated) c.series.foreign_kernels = foreign_kernels(c.series);
     m.series.push_back(std::move(c.series));
   }
-  cs.clear();  // frees the input sets (and unmaps them from the workers)
+  cs.clear();  // gives the input sets back to the kernels' pools
   truths.clear();
+  own.clear();
   phase("teardown");
   if (show_phases) std::cerr << "attngate_bench: phases " << s.id << ":" << phases << std::endl;
   return m;

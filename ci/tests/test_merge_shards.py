@@ -47,7 +47,7 @@ def verify_result(test, status):
     return {"schema": "attngate.verify_result/1", "test": test, "kernel": kernel, "scenario": scenario,
             "suite": "full", "status": status, "detail": "", "ctest_gpu": "0", "pci_bus_id": "00000000:19:00.0",
             "ground_truth": "gpu_reference_fp32", "base_seed": "7", "runs": [run], "device_bytes": 1048576,
-            "batch": "verify.batch.full.1of4"}
+            "batch": "verify.batch.full.1of4", "kernel_tree_sha256": None}
 
 
 class MergeVerify(unittest.TestCase):

@@ -256,30 +256,36 @@ DeviceDiff diff_from_snapshot(const Problem& p, const DeviceSnapshot& s, cudaStr
   return {int64_t(r.words[0]), int64_t(r.words[2]), int64_t(r.words[1])};
 }
 
-size_t verify_device_bytes(const Scenario& s) {
-  const size_t q = size_t(s.batch) * s.seqlen_q * s.heads_q * s.head_dim;
-  const size_t kv = size_t(s.batch) * s.seqlen_k * s.heads_kv * s.head_dim;
-  const size_t lse = size_t(s.batch) * s.heads_q * s.seqlen_q;
-  const size_t e = element_bytes(s.dtype);
-  // The guard zones on both sides of O and LSE, as Problem sizes them.
-  const size_t guards = 2 * std::max<size_t>(4096, size_t(s.heads_q) * s.head_dim * e) +
-                        2 * std::max<size_t>(4096, size_t(s.seqlen_q) * 4);
-  // inputs + O + LSE, the fp32 truth of both, two snapshots of both
-  return q * e + 2 * kv * e + (q * e + lse * 4) + (q * 4 + lse * 4) + 2 * (q * e + lse * 4) + guards;
+DeviceDiff diff_snapshots(const Problem& p, const DeviceSnapshot& a, const DeviceSnapshot& b, cudaStream_t st) {
+  const int64_t n = p.q_elems(), nl = p.lse_elems();
+  const Scratch r = reduce(st, [&](Scratch* d) {
+    diff_kernel<<<blocks_for(n), 256, 0, st>>>(static_cast<const uint16_t*>(a.o.get()),
+                                               static_cast<const uint16_t*>(b.o.get()), n, &d->words[0], &d->words[1]);
+    diff_kernel<<<blocks_for(nl), 256, 0, st>>>(static_cast<const uint32_t*>(a.lse.get()),
+                                                static_cast<const uint32_t*>(b.lse.get()), nl, &d->words[2],
+                                                &d->words[3]);
+  });
+  return {int64_t(r.words[0]), int64_t(r.words[2]), int64_t(r.words[1])};
 }
 
-void require_device_memory(const Scenario& s, size_t bytes) {
+size_t verify_device_bytes(const Scenario& s, int problems) {
+  const size_t q = size_t(s.batch) * s.seqlen_q * s.heads_q * s.head_dim;
+  const size_t lse = size_t(s.batch) * s.heads_q * s.seqlen_q;
+  const size_t e = element_bytes(s.dtype);
+  // the kernels' problems, the fp32 truth of O and LSE, two snapshots of both
+  return size_t(problems) * Problem::kernel_bytes(s) + (q * 4 + lse * 4) + 2 * (q * e + lse * 4);
+}
+
+void require_device_memory(const Scenario& s, size_t total, size_t fresh) {
   size_t free_bytes = 0, total_bytes = 0;
   ATTNGATE_CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
-  // An idle kernel pool's chunks are reused for the inputs and outputs.
-  const size_t reusable = PoolScope::current() ? PoolScope::current()->capacity() : 0;
-  if (bytes <= free_bytes + reusable) return;
+  if (fresh <= free_bytes) return;
   char msg[512];
   std::snprintf(msg, sizeof msg,
                 "scenario %s does not fit in device memory: verifying it needs %zu bytes (%.2f GiB: Q, K, V, the "
-                "guarded O and LSE, their fp32 ground truth and two snapshots), the device has %zu bytes free "
-                "(%.2f GiB of %.2f GiB); nothing was allocated",
-                s.id.c_str(), bytes, bytes / 1073741824.0, free_bytes, free_bytes / 1073741824.0,
+                "guarded O and LSE per kernel, their fp32 ground truth and two snapshots), of which %zu must be "
+                "allocated now; the device has %zu bytes free (%.2f GiB of %.2f GiB); nothing was allocated",
+                s.id.c_str(), total, total / 1073741824.0, fresh, free_bytes, free_bytes / 1073741824.0,
                 total_bytes / 1073741824.0);
   throw std::runtime_error(msg);
 }

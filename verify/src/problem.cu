@@ -5,6 +5,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
+#include <memory>
 #include <stdexcept>
 
 #include "attngate/cuda_check.hpp"
@@ -61,6 +63,27 @@ PoolScope::~PoolScope() { t_pool = previous_; }
 KernelPool* PoolScope::current() { return t_pool; }
 
 KernelPool::~KernelPool() { release_chunks(); }
+
+void KernelPool::reserve(size_t bytes) {
+  take(bytes);  // moves to (or makes) a chunk with room for all of it ...
+  used_ -= (bytes + kPoolAlign - 1) / kPoolAlign * kPoolAlign;  // ... and takes nothing
+  --outstanding_;
+}
+
+size_t KernelPool::reusable() const {
+  if (outstanding_ > 0) return 0;
+  size_t best = 0;
+  for (const auto& c : chunks_) best = std::max(best, c.bytes);
+  return best;
+}
+
+KernelPool& pool_for(const std::string& key) {
+  // Never destroyed: buffers may be released after static destruction began.
+  static auto* pools = new std::map<std::string, std::unique_ptr<KernelPool>>;
+  auto& p = (*pools)[key];
+  if (!p) p = std::make_unique<KernelPool>();
+  return *p;
+}
 
 size_t KernelPool::capacity() const {
   size_t total = 0;
@@ -172,10 +195,13 @@ AttnParams make_params(const Scenario& s, const void* q, const void* k, const vo
 
 namespace {
 
-size_t guard_bytes_for(const Scenario& s, size_t row_bytes) {
-  // At least one full output row, so a write one row past the end lands in the guard.
-  return std::max<size_t>(4096, row_bytes);
+size_t guard_bytes_for(const Scenario&, size_t row_bytes) {
+  // At least one full output row, so a write one row past the end lands in the guard; a multiple
+  // of 256 bytes, so the output itself stays as aligned as a cudaMalloc'd one (vector stores, TMA).
+  return (std::max<size_t>(4096, row_bytes) + 255) / 256 * 256;
 }
+
+size_t aligned(size_t bytes) { return (bytes + 255) / 256 * 256; }
 
 template <typename T>
 __global__ void to_float_kernel(const T* in, float* out, int64_t n) {
@@ -194,6 +220,16 @@ Problem::Problem(const Scenario& s)
         guard_bytes_for(s, size_t(s.heads_q) * s.head_dim * element_bytes(s.dtype))),
       lse(size_t(lse_elems()) * sizeof(float), guard_bytes_for(s, size_t(s.seqlen_q) * sizeof(float))) {
   params = make_params(s, q.get(), k.get(), v.get(), o.data(), static_cast<float*>(lse.data()));
+}
+
+size_t Problem::kernel_bytes(const Scenario& s) {
+  const size_t e = element_bytes(s.dtype);
+  const size_t q = size_t(s.batch) * s.seqlen_q * s.heads_q * s.head_dim * e;
+  const size_t kv = size_t(s.batch) * s.seqlen_k * s.heads_kv * s.head_dim * e;
+  const size_t lse = size_t(s.batch) * s.heads_q * s.seqlen_q * sizeof(float);
+  const size_t o_guard = guard_bytes_for(s, size_t(s.heads_q) * s.head_dim * e);
+  const size_t lse_guard = guard_bytes_for(s, size_t(s.seqlen_q) * sizeof(float));
+  return aligned(q) + 2 * aligned(kv) + aligned(q + 2 * o_guard) + aligned(lse + 2 * lse_guard);
 }
 
 int64_t Problem::q_elems() const {

@@ -115,7 +115,18 @@ class WorkerProcess {
     hello.op = "hello";
     const worker::Reply r = call(hello);
     if (!r.ok || r.protocol != worker::kProtocolVersion) fail("the restarted worker did not answer hello");
+    // The same binary, or the run judges something else under the first one's name.
+    if (nlohmann::json(r.kernels) != nlohmann::json(first_hello_.kernels) ||
+        r.kernel_tree_sha256 != first_hello_.kernel_tree_sha256)
+      fail("the restarted worker is not the one this run started (its kernels or kernel tree hash " +
+           r.kernel_tree_sha256 + " differ from " + first_hello_.kernel_tree_sha256 + "): the binary changed");
   }
+
+ public:
+  void remember_hello(const worker::Reply& r) { first_hello_ = r; }
+
+ private:
+  worker::Reply first_hello_;
 
   std::string read_line() {
     for (;;) {
@@ -163,6 +174,7 @@ class WorkerProcess {
   [[noreturn]] void fail(const std::string& what) {
     std::string how;
     reap(&how);
+    opened.clear();  // a dead worker holds no mapping; nothing to release
     died_ = "worker " + path_ + " (pid " + std::to_string(pid_) + "): " + what + how;
     pid_ = -1;
     throw std::runtime_error(died_);
@@ -298,6 +310,7 @@ void start_worker(const std::string& path) {
   if (r.protocol != worker::kProtocolVersion)
     throw std::runtime_error("worker " + path + " speaks protocol " + std::to_string(r.protocol) + ", the judge " +
                              std::to_string(worker::kProtocolVersion));
+  w->remember_hello(r);
   for (const auto& d : r.kernels) register_kernel(w, d, r.kernel_tree_sha256, r.kernel_tree_dir);
   workers().push_back(w);
 }

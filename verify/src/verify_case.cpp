@@ -3,6 +3,9 @@
 #include <cuda_fp16.h>
 
 #include <algorithm>
+#include <optional>
+#include <memory>
+#include <map>
 #include <chrono>
 #include <cstdlib>
 #include <cstdio>
@@ -99,7 +102,7 @@ DeviceCall device_guarded_call(Problem& p, const KernelInfo& kernel, const Devic
   ATTNGATE_CUDA_CHECK(cudaStreamSynchronize(st));
   take_snapshot(p, mine, st);
   c.errors = snapshot_errors(p, mine, truth, st);
-  if (previous) c.repeat = diff_from_snapshot(p, *previous, st);
+  if (previous) c.repeat = diff_snapshots(p, *previous, mine, st);
   c.stream_state = describe_state_change(before, read_stream_state(st));
   if (!c.stream_state.empty()) reset_stream_state(st, before);
   // A kernel in a worker: the worker undid what the call left on its own stream and device.
@@ -213,48 +216,167 @@ void judge_calls(DistributionOutcome& r, const DeviceCall& first, const DeviceCa
   }
 }
 
-// The shared buffers of one scenario: the problem, the truth of its current inputs, two snapshots.
+bool g_kernel_pools = false;
+
+// The buffers of one scenario: a problem per kernel (in that kernel's pool when pools are on, so no
+// kernel's worker maps another's buffers), the truth of the current draw, two snapshots.
 struct Workspace {
-  explicit Workspace(const Scenario& s) : p(s), snap{make_snapshot(p), make_snapshot(p)} {}
-  Problem p;
+  Workspace(const Scenario& s, const std::vector<const KernelInfo*>& kernels) {
+    for (const KernelInfo* k : kernels) {
+      if (problems.count(k->name)) continue;
+      std::optional<PoolScope> scope;
+      if (g_kernel_pools) {
+        KernelPool& pool = pool_for(k->name);
+        pool.reserve(Problem::kernel_bytes(s));
+        scope.emplace(pool);
+      }
+      problems[k->name] = std::make_unique<Problem>(s);
+    }
+    const Problem& any = *problems.begin()->second;
+    snap[0] = make_snapshot(any);
+    snap[1] = make_snapshot(any);
+  }
+  Problem& of(const KernelInfo& k) { return *problems.at(k.name); }
+  std::map<std::string, std::unique_ptr<Problem>> problems;
   DeviceTruth truth;
   DeviceSnapshot snap[2];
 };
 
-// Calls `kernel` twice on the workspace's current inputs and judges it: against the initial
+// Bytes the scenario's workspace must allocate now: its private buffers, and what the kernels'
+// pools cannot reuse.
+size_t fresh_bytes(const Scenario& s, const std::vector<const KernelInfo*>& kernels) {
+  size_t fresh = verify_device_bytes(s, 0);
+  for (const KernelInfo* k : kernels) {
+    const size_t need = Problem::kernel_bytes(s), reuse = g_kernel_pools ? pool_for(k->name).reusable() : 0;
+    fresh += need > reuse ? need : 0;
+  }
+  return fresh;
+}
+
+Judgement judge_errors(const Scenario& s, const DeviceErrors& e, const Stats* base, const Tolerance& tol) {
+  if (!base) return judge_absolute(e.o, e.lse, tol.of(s.dtype));
+  Judgement j = judge_against_initial(e.o, e.lse, base->o, base->lse, tol.ratio_to_initial, tol.of(s.dtype));
+  judge_ceiling(j, e.o, e.lse, tol.of(s.dtype));
+  return j;
+}
+
+// Calls `kernel` twice on its problem's current inputs and judges both calls: against the initial
 // kernel's errors (`base`), or by the dtype's absolute bounds when it is the initial kernel.
 DistributionOutcome judge_kernel(Workspace& w, const KernelInfo& kernel, const Stats* base, const Tolerance& tol,
                                  cudaStream_t st) {
-  const Scenario& s = w.p.scenario;
+  Problem& p = w.of(kernel);
+  const Scenario& s = p.scenario;
   DistributionOutcome r;
-  const DeviceCall first = device_guarded_call(w.p, kernel, w.truth, w.snap[0], nullptr, st);
-  const DeviceCall second = device_guarded_call(w.p, kernel, w.truth, w.snap[1], &w.snap[0], st);
+  const DeviceCall first = device_guarded_call(p, kernel, w.truth, w.snap[0], nullptr, st);
+  const DeviceCall second = device_guarded_call(p, kernel, w.truth, w.snap[1], &w.snap[0], st);
   r.o = first.errors.o;
   r.lse = first.errors.lse;
-  if (!base) {
-    r.judgement = judge_absolute(r.o, r.lse, tol.of(s.dtype));
-  } else {
-    r.has_initial = true;
+  r.has_initial = base != nullptr;
+  if (base) {
     r.initial_o = base->o;
     r.initial_lse = base->lse;
-    r.judgement = judge_against_initial(r.o, r.lse, base->o, base->lse, tol.ratio_to_initial, tol.of(s.dtype));
-    judge_ceiling(r.judgement, r.o, r.lse, tol.of(s.dtype));
   }
-  judge_calls(r, first, second, w.p.q_elems());
+  r.judgement = judge_errors(s, first.errors, base, tol);
+  // The second call is judged too: a wrong second call is wrong, not merely nondeterministic.
+  for (const auto& why : judge_errors(s, second.errors, base, tol).reasons)
+    if (std::find(r.judgement.reasons.begin(), r.judgement.reasons.end(), why) == r.judgement.reasons.end())
+      r.judgement.fail("second call: " + why);
+  judge_calls(r, first, second, p.q_elems());
   r.o_worst_at = bshd_location(r.o.worst_index, s.seqlen_q, s.heads_q, s.head_dim);
   r.lse_worst_at = lse_location(r.lse.worst_index, s.seqlen_q, s.heads_q);
   return r;
 }
 
-// Fails a kernel that modified its inputs, and restores them for the next kernel.
-void check_inputs(Workspace& w, DistributionOutcome& r, uint64_t seed, Distribution d, cudaStream_t st) {
-  r.input_mismatches = count_input_mismatches(w.p.params, seed, d, st);
-  if (r.input_mismatches == 0) return;
-  r.judgement.fail("inputs: " + std::to_string(r.input_mismatches) + " elements of Q/K/V were modified");
-  w.p.fill(seed, d, st);  // the same contents, so the truth still holds
+// Fails a kernel that modified its inputs (regenerated from the seed and compared on the device).
+void check_inputs(Problem& p, DistributionOutcome& r, uint64_t seed, Distribution d, cudaStream_t st) {
+  r.input_mismatches = count_input_mismatches(p.params, seed, d, st);
+  if (r.input_mismatches > 0)
+    r.judgement.fail("inputs: " + std::to_string(r.input_mismatches) + " elements of Q/K/V were modified");
+}
+
+// After an exception: whether the judge's context still works (an allocation that failed) or not
+// (a sticky error: nothing more can be checked in this process).
+bool device_usable() {
+  cudaGetLastError();
+  return cudaDeviceSynchronize() == cudaSuccess;
+}
+
+// Both input draws of a scenario: fresh inputs in every kernel's problem, the truth from the
+// initial kernel's (no kernel under test can reach it), then the initial kernel, then the others.
+void run_draws(const std::vector<const KernelInfo*>& kernels, const KernelInfo& initial,
+               const std::vector<const KernelInfo*>& all, const Scenario& s, const Tolerance& tol, uint64_t base_seed,
+               cudaStream_t st, std::vector<CaseOutcome>& out) {
+  // ATTNGATE_VERIFY_PHASES=1: where a scenario's time goes, on stderr.
+  static const bool show_phases = std::getenv("ATTNGATE_VERIFY_PHASES") != nullptr;
+  auto t_phase = std::chrono::steady_clock::now();
+  std::string phases;
+  auto phase = [&](const std::string& name) {
+    if (!show_phases) return;
+    const auto now = std::chrono::steady_clock::now();
+    phases += " " + name + "=" + std::to_string(std::chrono::duration<double, std::milli>(now - t_phase).count()).substr(0, 6);
+    t_phase = now;
+  };
+  Workspace w(s, all);
+  phase("alloc");
+  int index = 0;
+  for (Distribution d : kDistributions) {
+    const uint64_t seed = scenario_seed(base_seed, s.id, index++);
+    // New contents at the same pointers: a kernel that replays an earlier output fails here.
+    for (auto& [name, p] : w.problems) p->fill(seed, d, st);
+    w.truth = device_ground_truth(w.of(initial), st);
+    ATTNGATE_CUDA_CHECK(cudaStreamSynchronize(st));
+    phase("truth");
+    // The initial kernel first; its error bounds every other kernel's. If it cannot run the shape,
+    // or is wrong on it, it cannot judge the others.
+    Stats base;
+    DistributionOutcome initial_run;
+    try {
+      initial_run = judge_kernel(w, initial, nullptr, tol, st);
+      base = {initial_run.o, initial_run.lse};
+      check_inputs(w.of(initial), initial_run, seed, d, st);
+      phase(initial.name);
+    } catch (const std::exception& e) {
+      if (auto why = unsupported_reason(e)) {
+        for (auto& c : out)
+          if (c.status.empty()) c.status = "skipped", c.detail = "the initial kernel declines it: " + *why;
+        return;
+      }
+      throw std::runtime_error("the initial kernel, which sets the error bound, threw: " + std::string(e.what()));
+    }
+    for (size_t i = 0; i < kernels.size(); ++i) {
+      CaseOutcome& c = out[i];
+      if (!c.status.empty()) continue;  // skipped or failed to run on an earlier distribution
+      const bool is_initial = kernels[i]->name == initial.name;
+      DistributionOutcome r;
+      if (!is_initial && !initial_run.judgement.pass) {
+        c.status = "error";
+        c.detail = "the initial kernel fails this scenario (" +
+                   (initial_run.judgement.reasons.empty() ? std::string("?") : initial_run.judgement.reasons[0]) +
+                   "), so its error cannot bound " + c.kernel + "'s";
+        continue;
+      }
+      try {
+        r = is_initial ? initial_run : judge_kernel(w, *kernels[i], &base, tol, st);
+      } catch (const std::exception& e) {
+        if (!device_usable()) throw;
+        const auto why = unsupported_reason(e);
+        c.status = why ? "skipped" : "error";
+        c.detail = why ? *why : e.what();
+        continue;
+      }
+      if (!is_initial) check_inputs(w.of(*kernels[i]), r, seed, d, st);
+      phase(kernels[i]->name);
+      r.distribution = d;
+      r.seed = seed;
+      c.runs.push_back(std::move(r));
+    }
+  }
+  if (show_phases) std::fprintf(stderr, "attngate_verify: phases %s:%s\n", s.id.c_str(), phases.c_str());
 }
 
 }  // namespace
+
+void use_kernel_pools(bool on) { g_kernel_pools = on; }
 
 std::vector<CaseOutcome> verify_scenario(const std::vector<const KernelInfo*>& kernels, const KernelInfo& initial,
                                          const Scenario& s, const Tolerance& tol, uint64_t base_seed,
@@ -271,69 +393,24 @@ std::vector<CaseOutcome> verify_scenario(const std::vector<const KernelInfo*>& k
       if (c.status.empty()) c.status = status, c.detail = detail;
     return out;
   };
-  const size_t bytes = verify_device_bytes(s);
+  std::vector<const KernelInfo*> all = {&initial};
+  for (const KernelInfo* k : kernels)
+    if (k->name != initial.name) all.push_back(k);
+  const size_t bytes = verify_device_bytes(s, int(all.size()));
   try {
-    require_device_memory(s, bytes);
+    require_device_memory(s, bytes, fresh_bytes(s, all));
   } catch (const std::exception& e) {
     return fail_all("error", e.what());
   }
   for (auto& c : out) c.device_bytes = int64_t(bytes);
-  // ATTNGATE_VERIFY_PHASES=1: where a scenario's time goes, on stderr.
-  static const bool show_phases = std::getenv("ATTNGATE_VERIFY_PHASES") != nullptr;
-  auto t_phase = std::chrono::steady_clock::now();
-  std::string phases;
-  auto phase = [&](const std::string& name) {
-    if (!show_phases) return;
-    const auto now = std::chrono::steady_clock::now();
-    phases += " " + name + "=" + std::to_string(std::chrono::duration<double, std::milli>(now - t_phase).count()).substr(0, 6);
-    t_phase = now;
-  };
-  Workspace w(s);
-  phase("alloc");
-  int index = 0;
-  for (Distribution d : kDistributions) {
-    const uint64_t seed = scenario_seed(base_seed, s.id, index++);
-    // New contents at the same pointers: a kernel that replays an earlier output fails here.
-    w.p.fill(seed, d, st);
-    w.truth = device_ground_truth(w.p, st);
-    ATTNGATE_CUDA_CHECK(cudaStreamSynchronize(st));
-    phase("truth");
-    // The initial kernel first, on inputs no kernel under test has touched yet; its error bounds
-    // every other kernel's. If it cannot run the shape, neither can it judge the others.
-    Stats base;
-    DistributionOutcome initial_run;
-    try {
-      initial_run = judge_kernel(w, initial, nullptr, tol, st);
-      base = {initial_run.o, initial_run.lse};
-      check_inputs(w, initial_run, seed, d, st);
-      phase(initial.name);
-    } catch (const std::exception& e) {
-      if (auto why = unsupported_reason(e)) return fail_all("skipped", "the initial kernel declines it: " + *why);
-      return fail_all("error", "the initial kernel, which sets the error bound, threw: " + std::string(e.what()));
-    }
-    for (size_t i = 0; i < kernels.size(); ++i) {
-      CaseOutcome& c = out[i];
-      if (!c.status.empty()) continue;  // skipped or failed to run on an earlier distribution
-      const bool is_initial = kernels[i]->name == initial.name;
-      DistributionOutcome r;
-      try {
-        r = is_initial ? initial_run : judge_kernel(w, *kernels[i], &base, tol, st);
-      } catch (const std::exception& e) {
-        const auto why = unsupported_reason(e);
-        c.status = why ? "skipped" : "error";
-        c.detail = why ? *why : e.what();
-        continue;
-      }
-      if (!is_initial) check_inputs(w, r, seed, d, st);
-      phase(kernels[i]->name);
-      r.distribution = d;
-      r.seed = seed;
-      c.runs.push_back(std::move(r));
-    }
+  try {
+    run_draws(kernels, initial, all, s, tol, base_seed, st, out);
+  } catch (const std::exception& e) {
+    if (!device_usable()) throw;  // the batch cannot go on
+    return fail_all("error", e.what());
   }
   for (auto& c : out)
     if (c.status.empty()) c.status = c.pass() ? "passed" : "failed";
-  if (show_phases) std::fprintf(stderr, "attngate_verify: phases %s:%s\n", s.id.c_str(), phases.c_str());
   return out;
 }
 

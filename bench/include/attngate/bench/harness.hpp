@@ -173,7 +173,6 @@ class Harness {
   uint64_t next_call_id_ = 1;
   double idle_ratio_ = 0;    // MeasureOptions::idle_ratio of the current measurement
   double last_event_ms_ = 0; // the previous timed call's event time
-  std::vector<std::unique_ptr<verify::KernelPool>> pools_;  // per contestant position (verify::KernelPool)
 };
 
 }  // namespace attngate::bench

@@ -46,12 +46,14 @@ struct DeviceDiff {
   int64_t o = 0, lse = 0, o_poison = 0;
 };
 DeviceDiff diff_from_snapshot(const Problem& p, const DeviceSnapshot& s, cudaStream_t st);
+// The same between two snapshots of `p`'s outputs (a against b; poison counted in b).
+DeviceDiff diff_snapshots(const Problem& p, const DeviceSnapshot& a, const DeviceSnapshot& b, cudaStream_t st);
 
-// Device memory one verified scenario takes in the judge: inputs, guarded outputs, the fp32 ground
-// truth and two snapshots. Checked against the free memory before anything is allocated.
-size_t verify_device_bytes(const Scenario& s);
-// Throws, naming the bytes needed and the bytes free, when `bytes` do not fit in the device's
-// free memory; allocates nothing.
-void require_device_memory(const Scenario& s, size_t bytes);
+// Device memory one verified scenario takes in the judge: `problems` sets of inputs and guarded
+// outputs (one per kernel), the fp32 ground truth and two snapshots.
+size_t verify_device_bytes(const Scenario& s, int problems);
+// Throws, naming `total` (what the scenario needs) and the bytes free, when the `fresh` bytes it
+// must allocate (the rest reuses kernel pools) do not fit in the free memory; allocates nothing.
+void require_device_memory(const Scenario& s, size_t total, size_t fresh);
 
 }  // namespace attngate::verify

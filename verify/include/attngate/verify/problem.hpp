@@ -57,7 +57,10 @@ class KernelPool {
   ~KernelPool();
   void* take(size_t bytes);
   void give_back(void* p) noexcept;
-  size_t capacity() const;  // bytes in its chunks, all reusable when nothing is taken
+  // Makes the next takes of `bytes` in all land in one chunk (a problem's buffers together).
+  void reserve(size_t bytes);
+  size_t capacity() const;  // bytes in its chunks
+  size_t reusable() const;  // the largest chunk when nothing is taken (what a reservation can reuse), else 0
 
  private:
   struct Chunk {
@@ -83,6 +86,10 @@ class PoolScope {
  private:
   KernelPool* previous_;
 };
+
+// The process's pool for the buffers of kernel (or worker) `key`, made on first use and kept: one
+// per kernel, so no kernel's worker maps another kernel's buffers.
+KernelPool& pool_for(const std::string& key);
 
 // An output buffer with guard zones on both sides, filled with a known byte pattern, so that a
 // kernel writing outside its output (one row past the end, a negative offset) is caught.
@@ -115,6 +122,8 @@ struct Problem {
   GuardedBuffer o, lse;
   AttnParams params{};  // points at q, k, v, o, lse
 
+  // What the problem takes from a KernelPool: Q, K, V and the guarded O and LSE, each aligned.
+  static size_t kernel_bytes(const Scenario& s);
   int64_t q_elems() const;
   int64_t kv_elems() const;
   int64_t lse_elems() const;

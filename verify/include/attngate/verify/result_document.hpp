@@ -74,10 +74,12 @@ struct ResultDocument {
   // checked against the free memory before anything was allocated; null when not computed.
   std::optional<int64_t> device_bytes;
   std::optional<std::string> batch;         // the batch test that checked it (verify.batch.*); null: a single test
+  // The hash of the kernel's source folder built into its worker; null when it ran in the judge.
+  std::optional<std::string> kernel_tree_sha256;
 };
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(ResultDocument, schema, test, kernel, scenario, suite, status, detail,
                                                 ctest_gpu, pci_bus_id, ground_truth, base_seed, runs, device_bytes,
-                                                batch)
+                                                batch, kernel_tree_sha256)
 
 // The file name of a test's result in the results folder.
 inline std::string result_file_name(const std::string& kernel, const std::string& scenario) {

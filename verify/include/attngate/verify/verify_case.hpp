@@ -82,6 +82,10 @@ struct CaseOutcome {
 // by the dtype's absolute bounds). Returns one outcome per kernel, in order; a scenario that does
 // not fit in device memory is an `error` for each, with nothing allocated.
 //
+// Each kernel gets its own copy of the inputs (and its own pool, with use_kernel_pools), so no
+// kernel can read or change another's buffers; the truth is computed from the initial kernel's copy
+// before any kernel runs. A kernel is an `error` where the initial kernel itself fails.
+//
 // Per kernel and draw: two calls on the same inputs, the outputs poisoned before each; each call's
 // outputs are snapshot on the device as soon as `stream` has finished, without a device-wide
 // synchronization, and compared again after cudaDeviceSynchronize. Besides the pass rule, it fails
@@ -92,6 +96,10 @@ struct CaseOutcome {
 std::vector<CaseOutcome> verify_scenario(const std::vector<const KernelInfo*>& kernels, const KernelInfo& initial,
                                          const Scenario& s, const Tolerance& tol, uint64_t base_seed,
                                          cudaStream_t stream);
+
+// On: verify_scenario takes each kernel's buffers from that kernel's pool (pool_for(name)), kept
+// from scenario to scenario (a batch). Off (the default): fresh allocations per scenario.
+void use_kernel_pools(bool on);
 
 // One kernel on one scenario: verify_scenario({&kernel}, ...), except the GPU reference kernel
 // (`reference`), which is checked against the Eigen reference on the host.
