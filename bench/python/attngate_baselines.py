@@ -5,7 +5,8 @@ Baselines (each reported as "not installed" when it does not import):
   torch_cudnn   the op under torch.nn.functional.scaled_dot_product_attention's cuDNN backend, with LSE
   torch_flash   torch.nn.functional.scaled_dot_product_attention, FlashAttention backend only (PyTorch's
                 bundled FlashAttention-2)
-  fa3           FlashAttention-3, flash_attn_interface.flash_attn_func
+  fa3           FlashAttention-3, fa3_fwd_interface.flash_attn_func (PyPI fa3-fwd: forward only, no fp16), else
+                flash_attn_interface.flash_attn_func (built from flash-attention/hopper)
   fa4           FlashAttention-4, flash_attn.cute.flash_attn_func (CuTe DSL; PyPI flash-attn-4)
 
 The scenarios come from attngate itself (`attngate_scenarios --suite NAME --json`, one parser for
@@ -31,6 +32,9 @@ The output is one JSON document (schema attngate.baseline_results/1, described i
 bench/python/attngate_compare.py joins with attngate_bench's JSON.
 
   python3 bench/python/attngate_baselines.py --suite gate --out gate_baselines.json
+  python3 bench/python/attngate_baselines.py --suite gate --suite prod --best-out auto
+      (also merges the correct results into bench/baselines/<gpu slug>.json, attngate.best_baselines/1)
+  python3 bench/python/attngate_baselines.py --best-from gate_baselines.json --best-out auto   (no GPU)
   python3 bench/python/attngate_baselines.py --self-test      (pure-Python checks, no GPU)
 """
 
@@ -70,8 +74,14 @@ EXPECTED_KERNEL = {
     "fa4": re.compile(r"flash|fwd", re.I),
 }
 
+# FlashAttention-3's Python modules, in the order tried, with the build-configuration module each
+# ships (CONFIG["build_flags"]): the forward-only wheel fa3-fwd (ci/fetch_fa3_wheel.sh), then a
+# FlashAttention-3 built from flash-attention/hopper.
+FA3_MODULES = {"fa3_fwd_interface": "fa3_fwd_config", "flash_attn_interface": "flash_attn_config"}
+FA3_HEAD_DIMS = (64, 96, 128, 192, 256)  # the kernels' head dims; a smaller one runs in the next larger
+
 PACKAGES = (
-    "torch", "triton", "numpy", "flash-attn-4", "fa4", "flash_attn_3", "flash-attn-3", "flash-attn",
+    "torch", "triton", "numpy", "flash-attn-4", "fa4", "fa3-fwd", "flash_attn_3", "flash-attn-3", "flash-attn",
     "nvidia-cutlass-dsl", "nvidia-cutlass-dsl-libs-base", "nvidia-cutlass-dsl-libs-core",
     "nvidia-cutlass-dsl-libs-cu12", "nvidia-cutlass-dsl-libs-cu13", "quack-kernels", "apache-tvm-ffi",
     "torch-c-dlpack-ext", "cuda-bindings", "cuda-pathfinder", "cuda-python", "nvidia-cudnn-cu12",
@@ -185,6 +195,29 @@ def kernel_summary(per_call: list[list[tuple[str, float]]], baseline: str) -> di
             "profiled_calls": len(per_call)}
 
 
+def fa3_unsupported(s: dict, build_flags: dict) -> str | None:
+    """Why FlashAttention-3 (flash_attn_func) cannot run scenario s, or None. build_flags: the build's
+    CONFIG["build_flags"] (empty when unknown: everything compiled, as upstream's default). Causal
+    needs no exclusion: FA3's mask is bottom-right aligned like attngate's, and rows that see no key
+    give O = 0 (flash_attn_func's docstring); the fp32 reference check would catch it otherwise."""
+    def off(flag):
+        return build_flags.get(flag) is True
+    if s["dtype"] == "fp16" and off("FLASHATTENTION_DISABLE_FP16"):
+        return "this FlashAttention-3 build has no fp16 kernels (FLASHATTENTION_DISABLE_FP16; fa3-fwd ships bf16 and fp8 only)"
+    if s["dtype"] not in ("bf16", "fp16"):
+        return f"dtype {s['dtype']} is not one attngate's FA3 baseline calls (bf16, fp16)"
+    d = s["head_dim"]
+    if d % 8:
+        return f"head dim {d}: FlashAttention-3 needs a multiple of 8"
+    have = [h for h in FA3_HEAD_DIMS if not off(f"FLASHATTENTION_DISABLE_HDIM{h}")]
+    if not any(h >= d for h in have):
+        return (f"head dim {d}: this FlashAttention-3 build's kernels cover head dims up to "
+                f"{max(have) if have else 0} ({', '.join(map(str, have)) or 'none'})")
+    if s["heads_q"] % s["heads_kv"]:
+        return f"heads_q {s['heads_q']} is not a multiple of heads_kv {s['heads_kv']}"
+    return None
+
+
 def check_results_doc(doc: dict) -> list[str]:
     """Problems with a results document (empty when it follows attngate.baseline_results/1)."""
     errs = []
@@ -291,6 +324,186 @@ def format_table(results: list[dict], peak: float) -> str:
 
 
 # ------------------------------------------------------------------------------------------------
+# The best correct baseline per scenario and GPU: bench/baselines/<gpu slug>.json (pure, no torch)
+# ------------------------------------------------------------------------------------------------
+
+BEST_SCHEMA = "attngate.best_baselines/1"
+BEST_SOURCE = "bench/python/attngate_baselines.py"
+REPO_ROOT = os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
+BEST_SCHEMA_FILE = os.path.join(REPO_ROOT, "bench", "schema", "best_baselines.schema.json")
+BEST_DIR = os.path.join(REPO_ROOT, "bench", "baselines")
+# Which entries of a results document's "versions" describe each baseline.
+LIBRARY_VERSIONS = {"torch_cudnn": ("torch", "cudnn"), "torch_flash": ("torch",),
+                    "fa3": ("fa3-fwd", "flash_attn_3", "flash-attn-3"), "fa4": ("flash-attn-4", "fa4")}
+_JSON_TYPES = {"object": dict, "array": list, "string": str, "boolean": bool, "null": type(None),
+               "integer": int, "number": (int, float)}
+
+
+def gpu_slug(name: str) -> str:
+    """The device name lowercased, every character that is not an ASCII letter or digit one '_', as
+    the gate report's reader (agent_hooks) computes it: 'NVIDIA H200' -> 'nvidia_h200'."""
+    return "".join(c.lower() if c.isascii() and c.isalnum() else "_" for c in name)
+
+
+def default_best_path(gpu: str) -> str:
+    return os.path.join(BEST_DIR, gpu_slug(gpu) + ".json")
+
+
+def check_json_schema(doc, schema: dict, root: dict | None = None, where: str = "$") -> list[str]:
+    """Problems with doc against the JSON Schema subset bench/schema/ uses (type, const, enum, pattern,
+    minLength, minimum, exclusiveMinimum, required, properties, additionalProperties, propertyNames,
+    items, local $ref); empty when it follows it."""
+    root = schema if root is None else root
+    if "$ref" in schema:
+        return check_json_schema(doc, root["$defs"][schema["$ref"].rsplit("/", 1)[-1]], root, where)
+    errs = []
+    if "type" in schema:
+        types = schema["type"] if isinstance(schema["type"], list) else [schema["type"]]
+        if not any(isinstance(doc, _JSON_TYPES[t]) and not (t in ("integer", "number") and isinstance(doc, bool))
+                   for t in types):
+            return [f"{where}: {doc!r} is not of type {'/'.join(types)}"]
+    if "const" in schema and doc != schema["const"]:
+        errs.append(f"{where}: {doc!r}, expected {schema['const']!r}")
+    if "enum" in schema and doc not in schema["enum"]:
+        errs.append(f"{where}: {doc!r} is not one of {schema['enum']}")
+    if isinstance(doc, str):
+        if "pattern" in schema and not re.search(schema["pattern"], doc):
+            errs.append(f"{where}: {doc!r} does not match {schema['pattern']}")
+        if len(doc) < schema.get("minLength", 0):
+            errs.append(f"{where}: {doc!r} is shorter than {schema['minLength']}")
+    if isinstance(doc, (int, float)) and not isinstance(doc, bool):
+        if "minimum" in schema and doc < schema["minimum"]:
+            errs.append(f"{where}: {doc!r} is below {schema['minimum']}")
+        if "exclusiveMinimum" in schema and doc <= schema["exclusiveMinimum"]:
+            errs.append(f"{where}: {doc!r} is not above {schema['exclusiveMinimum']}")
+    if isinstance(doc, dict):
+        errs += [f"{where}: '{k}' missing" for k in schema.get("required", []) if k not in doc]
+        props = schema.get("properties", {})
+        extra = schema.get("additionalProperties", True)
+        for k, v in doc.items():
+            if "propertyNames" in schema:
+                errs += check_json_schema(k, schema["propertyNames"], root, f"{where} key {k!r}")
+            if k in props:
+                errs += check_json_schema(v, props[k], root, f"{where}.{k}")
+            elif extra is False:
+                errs.append(f"{where}: unexpected '{k}'")
+            elif isinstance(extra, dict):
+                errs += check_json_schema(v, extra, root, f"{where}.{k}")
+    if isinstance(doc, list) and "items" in schema:
+        for i, item in enumerate(doc):
+            errs += check_json_schema(item, schema["items"], root, f"{where}[{i}]")
+    return errs
+
+
+def load_best_schema() -> dict:
+    with open(BEST_SCHEMA_FILE) as f:
+        return json.load(f)
+
+
+def correct_measurements(doc: dict) -> dict:
+    """{scenario: {library: measurement}} of one results document (attngate.baseline_results/1): only
+    the results that count as correct, i.e. status "ok" (the baseline's own kernel ran, or the
+    profile could not tell) with a reference check that passed; a run with --no-check gives none."""
+    date = str(doc.get("created", ""))[:10]
+    versions = doc.get("versions") or {}
+    out: dict = {}
+    for r in doc.get("results", []):
+        chk = r.get("check")
+        if r.get("status") != "ok" or not isinstance(chk, dict) or chk.get("pass") is not True:
+            continue
+        if not (r.get("event_ms", 0) > 0 and r.get("tflops", 0) > 0):
+            continue
+        m = {"tflops": round(float(r["tflops"]), 1), "ms": round(float(r["event_ms"]), 5), "date": date,
+             "suite": r["suite"]}
+        ver = ", ".join(f"{k} {versions[k]}" for k in LIBRARY_VERSIONS.get(r["baseline"], ()) if versions.get(k))
+        if ver:
+            m["version"] = ver
+        out.setdefault(r["scenario"], {})[r["baseline"]] = m
+    return out
+
+
+def merge_best(old: dict | None, runs: list[dict], today: str) -> tuple[dict, list[str]]:
+    """Merges the correct results of runs (attngate.baseline_results/1 documents, all on one GPU model)
+    into a best-baselines document (attngate.best_baselines/1, or None for a new one). Returns the new
+    document and one line per scenario whose entry changed.
+
+    The rule, per scenario: `measured` keeps each library's latest correct measurement; a correct
+    result of this run replaces that library's earlier one, faster or slower (a re-measurement: the
+    newer figure stands, so a lucky run is not kept forever), unless the earlier one is dated later;
+    a result that is not correct (wrong, fallback, unsupported, error, not installed, unchecked)
+    changes nothing. The entry is the fastest (highest TFLOPS) of `measured`; on a tie the library
+    already listed stays. Scenarios no run measured keep their entry. Raises ValueError when a run
+    was measured on another GPU than the file's."""
+    gpu = old["gpu"] if old else (runs[0]["device"]["name"] if runs else "")
+    for doc in runs:
+        name = (doc.get("device") or {}).get("name")
+        if name != gpu:
+            raise ValueError(f"results of {name!r} cannot go into the best baselines of {gpu!r}")
+    prev = dict((old or {}).get("scenarios") or {})
+    measured = {}
+    for sid, e in prev.items():
+        if e.get("correct") is not True:
+            continue
+        mm = e.get("measured") or {e["library"]: {k: v for k, v in e.items()
+                                                   if k not in ("library", "correct", "measured")}}
+        # a measurement's source is written only where it is not this program
+        measured[sid] = {lib: {k: v for k, v in m.items() if not (k == "source" and v == BEST_SOURCE)}
+                         for lib, m in mm.items()}
+    for doc in sorted(runs, key=lambda d: str(d.get("created", ""))):
+        for sid, libs in correct_measurements(doc).items():
+            have = measured.setdefault(sid, {})
+            for lib, m in libs.items():
+                if lib not in have or m["date"] >= have[lib].get("date", ""):
+                    have[lib] = m
+    order = {b: i for i, b in enumerate(BASELINES)}
+    scenarios, changes = {}, []
+    for sid in sorted(measured):
+        mm = measured[sid]
+        if not mm:
+            continue
+        was = prev.get(sid)
+        lib = max(mm, key=lambda b: (mm[b]["tflops"], was is not None and b == was.get("library"), -order.get(b, 99)))
+        best = mm[lib]
+        entry = {"library": lib, "tflops": best["tflops"], "ms": best["ms"], "date": best["date"],
+                 "suite": best["suite"], "correct": True, "source": best.get("source", BEST_SOURCE)}
+        if best.get("version"):
+            entry["version"] = best["version"]
+        entry["measured"] = {b: mm[b] for b in sorted(mm, key=lambda b: order.get(b, 99))}
+        scenarios[sid] = entry
+        if was is None:
+            changes.append(f"{sid}: new, {lib} {entry['tflops']:.1f} TFLOPS ({entry['date']})")
+        elif (was.get("library"), was.get("tflops"), was.get("date")) != (lib, entry["tflops"], entry["date"]):
+            changes.append(f"{sid}: {was.get('library')} {was.get('tflops', 0):.1f} TFLOPS ({was.get('date')}) -> "
+                           f"{lib} {entry['tflops']:.1f} TFLOPS ({entry['date']})")
+    return {"schema": BEST_SCHEMA, "gpu": gpu, "updated": today, "scenarios": scenarios}, changes
+
+
+def update_best_file(path: str, runs: list[dict], today: str, schema: dict | None = None) -> list[str]:
+    """Merges runs into the best-baselines file at path (created when missing), validating the old
+    file and the new document against bench/schema/best_baselines.schema.json first; writes it
+    atomically. Returns the changes (merge_best). Raises ValueError on a schema problem."""
+    schema = schema or load_best_schema()
+    old = None
+    if os.path.exists(path):
+        with open(path) as f:
+            old = json.load(f)
+        errs = check_json_schema(old, schema)
+        if errs:
+            raise ValueError(f"{path} is not {BEST_SCHEMA}: " + "; ".join(errs[:5]))
+    doc, changes = merge_best(old, runs, today)
+    errs = check_json_schema(doc, schema)
+    if errs:
+        raise ValueError(f"merged best baselines do not follow {BEST_SCHEMA}: " + "; ".join(errs[:5]))
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    tmp = path + ".tmp"
+    with open(tmp, "w") as f:
+        json.dump(doc, f, indent=1, sort_keys=False)
+        f.write("\n")
+    os.replace(tmp, path)
+    return changes
+
+
+# ------------------------------------------------------------------------------------------------
 # GPU side (torch)
 # ------------------------------------------------------------------------------------------------
 
@@ -321,6 +534,16 @@ def exact_error(e: BaseException) -> str:
     tb = traceback.extract_tb(e.__traceback__)[-3:]
     where = "; ".join(f"{os.path.basename(f.filename)}:{f.lineno} in {f.name}" for f in tb)
     return f"{type(e).__name__}: {e}" + (f" [{where}]" if where else "")
+
+
+def fa3_build_flags(config_module: str) -> dict:
+    """CONFIG["build_flags"] of a FlashAttention-3 install (fa3_fwd_config / flash_attn_config), or {}
+    when it has none (then every kernel is assumed built, as upstream's default)."""
+    try:
+        flags = importlib.import_module(config_module).CONFIG["build_flags"]
+        return dict(flags) if isinstance(flags, dict) else {}
+    except Exception:
+        return {}
 
 
 class Baseline:
@@ -426,18 +649,43 @@ def _out_lse(r):
 
 
 class FA3(Baseline):
-    name, description = "fa3", "FlashAttention-3 (flash_attn_interface)"
+    """FlashAttention-3: the forward-only wheel fa3-fwd (module fa3_fwd_interface; bf16/fp8, no fp16),
+    else a FlashAttention-3 built from flash-attention/hopper (module flash_attn_interface)."""
+    name, description = "fa3", "FlashAttention-3"
 
     def _import(self):
-        import flash_attn_interface
-        self.mod = flash_attn_interface
-        self.module_file = flash_attn_interface.__file__
+        failures = []
+        for modname in FA3_MODULES:
+            try:
+                mod = importlib.import_module(modname)
+                fn = mod.flash_attn_func
+            except Exception as e:
+                failures.append(f"{modname}: {exact_error(e)}")
+                continue
+            self.fn, self.module_file = fn, mod.__file__
+            self.build_flags = fa3_build_flags(FA3_MODULES[modname])
+            params = inspect.signature(fn).parameters
+            # return_attn_probs=True makes flash_attn_func return (out, softmax_lse): LSE fp32
+            # [B, Hq, Sq], the natural-log logsumexp of the scaled scores, as attngate's kernels write it.
+            # The kernel computes the LSE either way, so asking for it costs nothing.
+            self.extra = {"return_attn_probs": True} if "return_attn_probs" in params else {}
+            off = sorted(k.replace("FLASHATTENTION_DISABLE_", "").replace("FLASH_ATTENTION_DISABLE_", "").lower()
+                         for k, v in self.build_flags.items() if v is True)
+            self.description = (f"FlashAttention-3 ({modname}.flash_attn_func"
+                                f"{', return_attn_probs=True' if self.extra else ''})"
+                                + (f"; build disables: {', '.join(off)}" if off else "")
+                                + (f"; not used: {'; '.join(failures)}" if failures else ""))
+            return
+        raise ImportError("no FlashAttention-3 module imports: " + "; ".join(failures))
 
     def prepare(self, s):
-        fn, scale, causal = self.mod.flash_attn_func, s["softmax_scale"], s["causal"]
+        why = fa3_unsupported(s, self.build_flags)
+        if why:
+            raise Unsupported(why)
+        fn, scale, causal, extra = self.fn, s["softmax_scale"], s["causal"], self.extra
 
         def call(q, k, v):
-            return _out_lse(fn(q, k, v, softmax_scale=scale, causal=causal))
+            return _out_lse(fn(q, k, v, softmax_scale=scale, causal=causal, **extra))
         return call
 
 
@@ -769,7 +1017,47 @@ def run(args) -> int:
         f.write("\n")
     print(format_table(doc["results"], args.peak_tflops))
     print(f"attngate_baselines: wrote {args.out} ({len(doc['results'])} results, {doc['wall_s']:.0f} s)")
+    if args.best_out and not problems:
+        if args.no_check:
+            print("attngate_baselines: --no-check: no result was checked, so none enters the best baselines")
+        rc = write_best(args.best_out, [doc])
+        if rc:
+            return rc
     return 1 if problems else 0
+
+
+def today_utc() -> str:
+    return datetime.datetime.now(datetime.timezone.utc).date().isoformat()
+
+
+def write_best(best_out: str, docs: list[dict]) -> int:
+    """--best-out: merges docs into FILE, or with 'auto' into bench/baselines/<gpu slug>.json."""
+    if not docs:
+        return 0
+    path = default_best_path(docs[0]["device"]["name"]) if best_out == "auto" else best_out
+    try:
+        changes = update_best_file(path, docs, today_utc())
+    except (ValueError, OSError) as e:
+        print(f"attngate_baselines: best baselines not written: {e}", file=sys.stderr)
+        return 1
+    print(f"attngate_baselines: merged into {path}: {len(changes)} scenario(s) changed")
+    for c in changes:
+        print(f"  {c}")
+    return 0
+
+
+def best_from(files: list[str], best_out: str) -> int:
+    """--best-from: merges results documents written earlier (no GPU needed)."""
+    docs = []
+    for path in files:
+        with open(path) as f:
+            doc = json.load(f)
+        problems = check_results_doc(doc)
+        if problems:
+            print(f"attngate_baselines: {path} is not {SCHEMA}: {'; '.join(problems[:5])}", file=sys.stderr)
+            return 1
+        docs.append(doc)
+    return write_best(best_out, docs)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -854,6 +1142,15 @@ def self_test(tool: str | None) -> int:
             if abs(x["softmax_scale"] - 1 / math.sqrt(x["head_dim"])) > 1e-12:
                 failures.append(f"{x['id']}: softmax_scale {x['softmax_scale']}")
         check("tolerance" in meta["gate"] and "bf16" in meta["gate"]["tolerance"], "suite tolerances")
+        # FlashAttention-3 as the fa3-fwd wheel builds it (fa3_fwd_config.py: no fp16): every bf16
+        # scenario is supported, every fp16 one is not, with the reason.
+        fwd_flags = {"FLASHATTENTION_DISABLE_FP16": True, "FLASHATTENTION_DISABLE_BACKWARD": True}
+        for x in scen:
+            why = fa3_unsupported(x, fwd_flags)
+            if (why is None) != (x["dtype"] == "bf16") or (why and "fp16" not in why):
+                failures.append(f"{x['id']}: fa3 (fa3-fwd) support says {why!r}")
+            if fa3_unsupported(x, {}) is not None:
+                failures.append(f"{x['id']}: a full FlashAttention-3 build would not run it: {fa3_unsupported(x, {})}")
         print(f"self-test: {len(scen)} scenarios from {tool}")
     else:
         print("self-test: attngate_scenarios not given, its JSON not checked")
@@ -913,10 +1210,19 @@ def main(argv=None) -> int:
     p.add_argument("--no-check", action="store_true", help="skip the fp32 reference check")
     p.add_argument("--peak-tflops", type=float, default=DEFAULT_PEAK_TFLOPS)
     p.add_argument("--device", type=int, default=0)
+    p.add_argument("--best-out", default=None, metavar="FILE|auto",
+                   help="merge this run's correct results into the best-baselines file FILE "
+                        "(attngate.best_baselines/1; 'auto': bench/baselines/<gpu slug>.json); default: off")
+    p.add_argument("--best-from", nargs="+", default=None, metavar="RESULTS.json",
+                   help="no run: merge results files written earlier into --best-out (no GPU needed)")
     p.add_argument("--self-test", action="store_true", help="pure-Python checks; no GPU needed")
     args = p.parse_args(argv)
     if args.self_test:
         return self_test(args.attngate_scenarios)
+    if args.best_from:
+        if not args.best_out:
+            p.error("--best-from needs --best-out FILE|auto")
+        return best_from(args.best_from, args.best_out)
     args.suite = args.suite or ["gate"]
     args.out = args.out or f"baselines_{'_'.join(args.suite)}.json"
     return run(args)
