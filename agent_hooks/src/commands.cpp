@@ -16,12 +16,16 @@
 #include "attngate/hooks/build_lock.hpp"
 #include "attngate/hooks/candidate_tree.hpp"
 #include "attngate/hooks/churn.hpp"
+#include "attngate/hooks/dry_run.hpp"
+#include "attngate/hooks/gate_result.hpp"
 #include "attngate/hooks/git.hpp"
 #include "attngate/hooks/process.hpp"
 #include "attngate/hooks/questions.hpp"
 #include "attngate/hooks/receipt.hpp"
+#include "attngate/hooks/redirect.hpp"
 #include "attngate/hooks/sha256.hpp"
 #include "attngate/hooks/supervisor.hpp"
+#include "attngate/hooks/version_store.hpp"
 
 namespace attngate::hooks {
 namespace fs = std::filesystem;
@@ -71,7 +75,7 @@ std::string short_or(const std::string& sha, const char* none) {
 
 std::string tree_name(const std::string& sha) { return short_or(sha, "unreadable"); }
 
-SupervisorConfig load_supervisor(const Context& ctx) {
+SupervisorConfig supervisor_config(const Context& ctx) {
   SupervisorConfig cfg;
   fs::path shipped = ctx.hooks_dir / "supervisor.yaml";
   if (fs::exists(shipped)) apply_supervisor_file(cfg, shipped);
@@ -79,7 +83,7 @@ SupervisorConfig load_supervisor(const Context& ctx) {
   return cfg;
 }
 
-QuestionBank load_bank(const Context& ctx) {
+QuestionBank question_bank(const Context& ctx) {
   QuestionBank bank;
   bank.load(ctx.hooks_dir / "questions.yaml");
   for (const auto& f : ctx.question_files) bank.load(f);
@@ -164,7 +168,30 @@ std::string short_sha(const std::string& s) { return s.substr(0, 12); }
 
 std::string scenarios_word(std::size_t n) { return std::to_string(n) + (n == 1 ? " scenario" : " scenarios"); }
 
-std::string verdict_word(const std::string& v) { return v == "pass" ? "PASS" : "FAIL"; }
+std::string verdict_word(const Record& r) {
+  const std::string word = r.verdict == "pass" ? "PASS" : "FAIL";
+  return r.dry_run ? "SIMULATED " + word + " (dry run)" : word;
+}
+
+// Per scenario, the fastest baseline the report names and the candidate's TFLOPS against it.
+std::string best_per_scenario(const std::vector<ScenarioResult>& scenarios, const Baselines& baselines) {
+  std::ostringstream os;
+  for (const auto& s : scenarios) {
+    std::string library;
+    double best = 0;
+    for (const auto& [name, per] : baselines)
+      if (auto it = per.find(s.id); it != per.end() && it->second > best) {
+        library = name;
+        best = it->second;
+      }
+    if (library.empty()) continue;
+    os << "    " << s.id << ": " << library << " " << fmt("%.1f", best) << " TFLOPS";
+    if (s.tflops) os << ", the candidate " << fmt("%.1f", *s.tflops) << " (" << fmt("%.0f%%", 100 * *s.tflops / best) << ")";
+    os << "\n";
+  }
+  const std::string lines = os.str();
+  return lines.empty() ? lines : "  best baseline per scenario:\n" + lines;
+}
 
 // The measured context for a declared limit, from a report-shaped record.
 std::string limit_context_of(const std::vector<ScenarioResult>& scenarios, const Baselines& baselines) {
@@ -214,7 +241,7 @@ std::string limit_context_of(const std::vector<ScenarioResult>& scenarios, const
     os << "  best baseline on the same scenarios: " << best_name << ", mean " << fmt("%.1f", best_mean)
        << " TFLOPS vs the candidate's " << fmt("%.1f", best_cand_mean) << " over " << scenarios_word(best_n) << "\n";
   }
-  return os.str();
+  return os.str() + best_per_scenario(scenarios, baselines);
 }
 
 // The judgement a record copies from its report.
@@ -239,6 +266,20 @@ std::pair<double, std::string> commit_bar(const Context& ctx, const Record& r) {
                              best->commit.substr(0, 12) + ")"};
 }
 
+// A copy of the candidate folder for the versions store (version_store.hpp); a folder that cannot
+// be kept costs only `diff` and restore suggestions, so it is a warning.
+std::unique_ptr<PendingVersion> take_version_copy(const Context& ctx, const std::string& tree) {
+  std::string why;
+  auto copy = PendingVersion::take(candidate_dir(ctx), ctx.lineage, tree, why);
+  if (!copy) *ctx.err << "attngate: warning: the candidate folder is not kept for diff: " << why << "\n";
+  return copy;
+}
+
+void keep_version_copy(const Context& ctx, PendingVersion* copy, int version) {
+  if (!copy) return;
+  if (auto why = copy->keep(version); !why.empty()) *ctx.err << "attngate: warning: " << why << "\n";
+}
+
 GateReport report_with_ctest_status(GateReport report, int ctest_exit) {
   if (report.verdict == "pass" && ctest_exit != 0) {
     report.verdict = "fail";
@@ -249,6 +290,10 @@ GateReport report_with_ctest_status(GateReport report, int ctest_exit) {
 }
 
 }  // namespace
+
+SupervisorConfig load_supervisor(const Context& ctx) { return supervisor_config(ctx); }
+
+QuestionBank load_bank(const Context& ctx) { return question_bank(ctx); }
 
 fs::path default_hooks_dir(const fs::path& repo) {
   if (const char* env = std::getenv("ATTNGATE_HOOKS_DIR"); env && *env) return env;
@@ -311,9 +356,13 @@ Evaluation evaluate(const Context& ctx, const EvaluationInput& in) {
     r.build_exit = in.build_exit;
     r.ctest_exit = in.ctest_exit;
     r.suspicious_confirmed = in.suspicious_confirmed;
+    r.note = in.note;
+    r.dry_run = in.dry_run;
     auto earlier = earlier_all.evaluations();
     r.churn = churn_for(ctx, earlier, r, source);
     r.signals = compute_signals(earlier, r, cfg);
+    for (auto& s : redirect_signals(earlier, r, r.signals, cfg, [&](const Record& x) { return restore_command(ctx, x); }))
+      r.signals.push_back(std::move(s));
     r.triggers = triggers_of(r.signals);
     if (r.verdict != "pass")
       for (const auto& t : in.agent_triggers_on_fail)
@@ -334,9 +383,11 @@ Evaluation evaluate(const Context& ctx, const EvaluationInput& in) {
   });
   print_issues(ctx, issues);
 
-  Evaluation e{rec, {}};
+  Evaluation e{rec, {}, {}};
   for (const auto& q : rec.questions)
     if (auto b = bank.find(q.id)) {
+      e.asked.push_back(*b);
+      e.asked.back().trigger = q.trigger;
       e.questions.emplace_back(q.trigger, b->text);
       if (auto pointer = knowledge_pointer(ctx, *b); !pointer.empty()) e.questions.back().second += "\n" + pointer;
     }
@@ -346,7 +397,7 @@ Evaluation evaluate(const Context& ctx, const EvaluationInput& in) {
 std::string format_verdict(const Context& ctx, const Evaluation& e) {
   const Record& r = e.record;
   std::ostringstream os;
-  os << "attngate: " << verdict_word(r.verdict) << ", version " << r.version << " (candidate "
+  os << "attngate: " << verdict_word(r) << ", version " << r.version << " (candidate "
      << (r.candidate_sha256.empty() ? "missing" : short_sha(r.candidate_sha256)) << ")\n";
   os << "  geomean " << fx(r.geomean.speedup);
   if (r.geomean.ci_low && r.geomean.ci_high)
@@ -361,6 +412,7 @@ std::string format_verdict(const Context& ctx, const Evaluation& e) {
     if (!reason.detail.empty()) os << ": " << reason.detail;
     os << "\n";
   }
+  if (!r.note.empty()) os << "  note: " << r.note << "\n";
   for (const auto& s : r.signals) os << "  signal " << s.trigger << "/" << s.kind << ": " << s.detail << "\n";
   for (const auto& [t, text] : e.questions) os << "  question (" << t << "): " << text << "\n";
   if (!r.report.empty()) os << "  report: " << r.report << "\n";
@@ -368,7 +420,7 @@ std::string format_verdict(const Context& ctx, const Evaluation& e) {
   return os.str();
 }
 
-int cmd_record(const Context& ctx, const fs::path& report_path) {
+int cmd_record(const Context& ctx, const fs::path& report_path, const std::string& note) {
   GateReport report;
   try {
     report = load_report(report_path);
@@ -380,9 +432,12 @@ int cmd_record(const Context& ctx, const fs::path& report_path) {
   in.report = report;
   in.report_path = fs::absolute(report_path).string();
   in.source = "record";
+  in.note = note;
   Evaluation e;
   try {
+    std::unique_ptr<PendingVersion> copy = take_version_copy(ctx, current_tree_sha256(ctx));
     e = evaluate(ctx, in);
+    keep_version_copy(ctx, copy.get(), e.record.version);
   } catch (const std::exception& ex) {
     *ctx.err << "attngate record: " << ex.what() << "\n";
     return kExitError;
@@ -437,7 +492,7 @@ json read_report(const fs::path& report_path, int ctest_exit, EvaluationInput& i
 RunOptions gate_run_options(const Context& ctx, const GateOptions& o, const fs::path& log) {
   RunOptions ro;
   ro.cwd = ctx.repo;
-  ro.output = Output::inherit;
+  ro.output = o.json ? Output::stderr_only : Output::inherit;  // --json: stdout holds the result only
   if (o.quiet) {
     ro.output = Output::log;
     ro.log_file = log;
@@ -726,6 +781,7 @@ GateOutcome gate_and_record(const Context& ctx, const GateOptions& o, Evaluation
                               "); wait for it to finish, or use another --build-dir"};
   for (const char* stale : {"report.confirm.json", "report.confirm.md"}) fs::remove(build / "gate" / stale);
   TreeListing before = snapshot_candidate(ctx, in);
+  std::unique_ptr<PendingVersion> copy = take_version_copy(ctx, in.candidate_tree_sha256);
   const std::optional<json> raw = build_and_test(ctx, o, build, in);
   check_candidate_unchanged(ctx, before, in);
   check_head_unchanged(ctx, in);
@@ -736,12 +792,28 @@ GateOutcome gate_and_record(const Context& ctx, const GateOptions& o, Evaluation
                           "GPU_SHARED); run the gate again on an idle GPU"};
   std::string remeasured = confirm_suspicious_gain(ctx, o, build, before, raw, in);
   in.receipt_key = receipt_key_or_warn(ctx);
-  return {evaluate(ctx, in), {}, remeasured};
+  in.note = o.note;
+  Evaluation e = evaluate(ctx, in);
+  keep_version_copy(ctx, copy.get(), e.record.version);
+  return {e, {}, remeasured};
+}
+
+// `gate --json`: the one object on stdout (gate_result.hpp).
+int print_gate_json(const Context& ctx, const nlohmann::json& j, int code) {
+  *ctx.out << j.dump() << "\n";
+  return code;
+}
+
+int gate_no_result(const Context& ctx, const GateOptions& o, const std::string& verdict, int code,
+                   const std::string& detail) {
+  if (o.json) print_gate_json(ctx, GateNoResult{kGateResultSchema, verdict, code, detail, o.dry_run}, code);
+  return code;
 }
 
 }  // namespace
 
 int cmd_gate(const Context& ctx, const GateOptions& o) {
+  if (o.dry_run) return cmd_gate_dry_run(ctx, o);
   GateOutcome g;
   try {
     EvaluationInput in;
@@ -749,15 +821,16 @@ int cmd_gate(const Context& ctx, const GateOptions& o) {
     g = gate_and_record(ctx, o, in);
   } catch (const std::exception& ex) {
     *ctx.err << "attngate gate: " << ex.what() << "\n";
-    return kExitError;
+    return gate_no_result(ctx, o, "error", kExitError, ex.what());
   }
   if (!g.evaluation) {
     *ctx.err << "attngate gate: environment failure: " << g.environment_failure
              << "\n  nothing recorded in the lineage: the candidate was not evaluated\n";
-    return kExitEnvironment;
+    return gate_no_result(ctx, o, "environment_failure", kExitEnvironment, g.environment_failure);
   }
-  *ctx.out << g.remeasured << format_verdict(ctx, *g.evaluation);
-  return g.evaluation->record.verdict == "pass" ? kExitPass : kExitFail;
+  const int code = g.evaluation->record.verdict == "pass" ? kExitPass : kExitFail;
+  *(o.json ? ctx.err : ctx.out) << g.remeasured << format_verdict(ctx, *g.evaluation);
+  return o.json ? print_gate_json(ctx, make_gate_result(*g.evaluation, code), code) : code;
 }
 
 int cmd_report(const Context& ctx, ReportInputs in, const fs::path& build_dir, bool prepare) {
@@ -809,7 +882,33 @@ int cmd_report(const Context& ctx, ReportInputs in, const fs::path& build_dir, b
   }
 }
 
-int cmd_history(const Context& ctx) {
+namespace {
+
+// `history --elites`: the best version per scenario group, and how to restore it.
+void print_elites(const Context& ctx, const std::vector<Record>& evaluations) {
+  auto& os = *ctx.out;
+  const std::vector<Elite> best = elites(evaluations);
+  if (best.empty()) {
+    os << "attngate: no elites yet: no scored version with per-scenario speedups in " << ctx.lineage.string() << "\n";
+    return;
+  }
+  char line[256];
+  std::snprintf(line, sizeof line, "%-22s  %-7s  %-13s  %-9s  %s\n", "group", "version", "group geomean", "geomean",
+                "restore");
+  os << line;
+  for (const auto& e : best) {
+    auto it = std::find_if(evaluations.begin(), evaluations.end(), [&](const Record& r) { return r.version == e.version; });
+    const std::string restore = restore_command(ctx, *it);
+    std::snprintf(line, sizeof line, "%-22s  %-7d  %-13s  %-9s  %s\n", e.group.name().c_str(), e.version,
+                  fmt("%.3fx", e.group_geomean).c_str(), fx(e.geomean).c_str(),
+                  restore.empty() ? "(source not kept)" : restore.c_str());
+    os << line;
+  }
+}
+
+}  // namespace
+
+int cmd_history(const Context& ctx, bool show_elites) {
   LineageContents c;
   try {
     c = Lineage(ctx.lineage).read();
@@ -821,6 +920,10 @@ int cmd_history(const Context& ctx) {
   auto& os = *ctx.out;
   if (c.records.empty()) {
     os << "attngate: no evaluation recorded yet in " << ctx.lineage.string() << "\n";
+    return kExitPass;
+  }
+  if (show_elites) {
+    print_elites(ctx, c.evaluations());
     return kExitPass;
   }
   // Questions asked through `ask` are shown with the version they were asked about; a version that
@@ -849,11 +952,11 @@ int cmd_history(const Context& ctx) {
     for (const auto& a : asked[r.version]) triggers.push_back(a);
     std::string reasons;
     for (const auto& reason : r.reasons) reasons += (reasons.empty() ? "" : ",") + reason.code;
-    std::snprintf(line, sizeof line, "%-7d  %-20s  %-9s  %-17s  %-7s  %s%s\n", r.version, r.time.c_str(),
+    std::snprintf(line, sizeof line, "%-7d  %-20s  %-9s  %-17s  %-7s  %s%s", r.version, r.time.c_str(),
                   r.geomean.speedup ? fmt("%.3fx", *r.geomean.speedup).c_str() : "-", ci.c_str(),
                   r.verdict.c_str(), triggers.empty() ? "-" : join(triggers, ",").c_str(),
                   reasons.empty() ? "" : ("  (" + reasons + ")").c_str());
-    os << line;
+    os << line << (r.note.empty() ? "" : "  \"" + r.note + "\"") << "\n";
     if (auto it = before_gain.find(r.version); it != before_gain.end())
       os << "         committed; questions asked before this gain: "
          << (it->second.empty() ? std::string("none") : join(it->second, ", ")) << "\n";
@@ -868,6 +971,9 @@ std::string version_name(const Record& r) { return "version " + std::to_string(r
 // Proof that the record is what a gate run wrote on this machine, at this HEAD, for this tree.
 std::string provenance_refusal(const Context& ctx, const Record& r) {
   const std::string v = version_name(r);
+  if (r.dry_run || r.source == "dry_run")
+    return v + " is a dry-run record: attngate gate --dry-run simulated it without a build or a GPU, so nothing "
+               "was measured (run attngate gate)";
   if (r.source != "gate" && r.source != "stop_hook")
     return v + " was recorded by `attngate " + (r.source.empty() ? std::string("?") : r.source) +
            "`, not measured by a gate run (run attngate gate)";

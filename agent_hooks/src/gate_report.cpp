@@ -12,6 +12,7 @@
 #include <set>
 #include <sstream>
 
+#include "attngate/hooks/best_baselines.hpp"
 #include "attngate/hooks/candidate_tree.hpp"
 #include "attngate/hooks/git.hpp"
 #include "attngate/hooks/harness.hpp"
@@ -413,6 +414,39 @@ std::string pair_ms(const json& c, const json& b, const char* key) {
   return opt_fmt("%.4f", num(c, key)) + " / " + opt_fmt("%.4f", num(b, key));
 }
 
+// "cudnn 610.0 (52%)": the scenario's best measured baseline and the candidate's fraction of it.
+std::string best_baseline_cell(const json& s) {
+  const json& b = s.value("best_baseline", json());
+  if (!b.is_object()) return "n/a";
+  return str(b, "library") + " " + opt_fmt("%.1f", num(b, "tflops")) + " (" +
+         (num(s, "fraction_of_best") ? fmt("%.0f%%", 100 * *num(s, "fraction_of_best")) : std::string("n/a")) + ")";
+}
+
+// Adds each scenario's best measured baseline (bench/baselines/<gpu>.json) and the candidate's
+// fraction of its TFLOPS; returns the report's `baselines`: library -> scenario id -> TFLOPS.
+json apply_best_baselines(json& scenarios, const BestBaselines& best) {
+  json by_library = json::object();
+  for (auto& row : scenarios) {
+    row["best_baseline"] = nullptr;
+    row["fraction_of_best"] = nullptr;
+    auto it = best.scenarios.find(str(row, "id"));
+    if (it == best.scenarios.end()) continue;
+    const BestBaseline& b = it->second;
+    row["best_baseline"] = {{"library", b.library}, {"tflops", b.tflops}, {"date", b.date}};
+    if (auto tf = num(row, "tflops")) row["fraction_of_best"] = *tf / b.tflops;
+    by_library[b.library][str(row, "id")] = b.tflops;
+  }
+  return by_library;
+}
+
+json best_baselines_info(const BestBaselines& best) {
+  return {{"file", best.file.empty() ? json(nullptr) : json(best.file.string())},
+          {"gpu", best.gpu},
+          {"updated", best.updated},
+          {"scenarios", best.scenarios.size()},
+          {"note", best.note}};
+}
+
 std::string markdown(const json& r, const Reasons& reasons) {
   std::ostringstream md;
   const bool pass = r["verdict"] == "pass";
@@ -455,8 +489,9 @@ std::string markdown(const json& r, const Reasons& reasons) {
   md << "\n## Scenarios\n\n"
      << "Times are medians per call, candidate / baseline. Speedup: baseline event time / candidate event time, "
         "95% bootstrap CI.\n\n"
-     << "| scenario | correct | O max err | speedup [95% CI] | event ms | kernel ms | wall ms | TFLOPS (% peak) | flags |\n"
-     << "| --- | --- | --- | --- | --- | --- | --- | --- | --- |\n";
+     << "| scenario | correct | O max err | speedup [95% CI] | event ms | kernel ms | wall ms | TFLOPS (% peak) | "
+        "best baseline TFLOPS (fraction) | flags |\n"
+     << "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n";
   for (const auto& s : r["scenarios"]) {
     const json& c = s["candidate"];
     const json& b = s["baseline"];
@@ -467,8 +502,8 @@ std::string markdown(const json& r, const Reasons& reasons) {
        << opt_fmt("%.4f", num(s, "speedup")) << " [" << opt_fmt("%.4f", num(s, "ci_low")) << ", "
        << opt_fmt("%.4f", num(s, "ci_high")) << "] | " << pair_ms(c, b, "event_ms") << " | "
        << pair_ms(c, b, "kernel_ms") << " | " << pair_ms(c, b, "wall_ms") << " | " << opt_fmt("%.1f", num(s, "tflops"))
-       << " (" << opt_fmt("%.1f%%", num(s, "percent_of_peak")) << ") | " << (flags.empty() ? "" : join(flags, ", "))
-       << " |\n";
+       << " (" << opt_fmt("%.1f%%", num(s, "percent_of_peak")) << ") | " << best_baseline_cell(s) << " | "
+       << (flags.empty() ? "" : join(flags, ", ")) << " |\n";
   }
 
   const json& p = r["provenance"];
@@ -503,6 +538,9 @@ std::string markdown(const json& r, const Reasons& reasons) {
   md << " (" << h["sha256"].size() << " files hashed, in report.json)\n";
   if (auto seed = str(p, "base_seed"); !seed.empty())
     md << "- verify base seed: " << seed << " (replay with `ATTNGATE_SEED=" << seed << "`)\n";
+  const json& bb = r["best_baselines"];
+  md << "- best baselines: "
+     << (str(bb, "note").empty() ? str(bb, "file") + " (updated " + str(bb, "updated") + ")" : str(bb, "note")) << "\n";
   md << "- gate wall time: " << opt_fmt("%.1f s", num(r, "wall_s")) << "\n";
   return md.str();
 }
@@ -899,6 +937,10 @@ GateReportOutput build_gate_report(const ReportInputs& in) {
     if (!row.contains("baseline")) row["baseline"] = json::object();
   }
 
+  // The fastest library measured on this GPU, per scenario (a missing file is fine: the report says so).
+  const BestBaselines best = load_best_baselines(in.repo, perf ? str(*perf, "device") : std::string{});
+  const json baselines = apply_best_baselines(scenarios, best);
+
   // Provenance and tamper evidence.
   json prov = json::object();
   if (perf) {
@@ -983,6 +1025,8 @@ GateReportOutput build_gate_report(const ReportInputs& in) {
   report["geomean"] = geomean;
   report["scenarios"] = scenarios;
   report["correctness"] = correctness;
+  report["baselines"] = baselines;
+  report["best_baselines"] = best_baselines_info(best);
   report["provenance"] = prov;
   report["harness"] = harness;
   report["performance"] = perf_info;

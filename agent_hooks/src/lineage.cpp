@@ -124,11 +124,13 @@ void to_json(json& j, const Record& r) {
     if (r.build_exit) j["build_exit"] = *r.build_exit;
     if (r.ctest_exit) j["ctest_exit"] = *r.ctest_exit;
     if (r.suspicious_confirmed) j["suspicious_confirmed"] = true;
+    if (r.dry_run) j["dry_run"] = true;
     if (r.receipt)
       j["receipt"] = {{"machine_id", r.receipt->machine_id},
                       {"report_sha256", r.receipt->report_sha256},
                       {"hmac_sha256", r.receipt->hmac_sha256}};
   }
+  if (!r.note.empty()) j["note"] = r.note;
   j["questions"] = json::array();
   for (const auto& q : r.questions) j["questions"].push_back({{"trigger", q.trigger}, {"id", q.id}});
   if (r.type == "commit") {
@@ -174,6 +176,8 @@ void from_json(const json& j, Record& r) {
   if (auto it = j.find("build_exit"); it != j.end() && it->is_number()) r.build_exit = it->get<int>();
   if (auto it = j.find("ctest_exit"); it != j.end() && it->is_number()) r.ctest_exit = it->get<int>();
   r.suspicious_confirmed = j.value("suspicious_confirmed", false);
+  r.dry_run = j.value("dry_run", false);
+  r.note = j.value("note", std::string{});
   if (auto it = j.find("receipt"); it != j.end() && it->is_object())
     r.receipt = Receipt{it->value("machine_id", std::string{}), it->value("report_sha256", std::string{}),
                         it->value("hmac_sha256", std::string{})};

@@ -11,6 +11,7 @@
 #include <CLI/CLI.hpp>
 
 #include "attngate/hooks/commands.hpp"
+#include "attngate/hooks/dry_run.hpp"
 #include "attngate/hooks/questions.hpp"
 
 namespace fs = std::filesystem;
@@ -51,7 +52,8 @@ int main(int argc, char** argv) {
   std::optional<double> target;
   double target_value = 0;
   std::vector<std::string> ctest_rest;
-  bool quiet = false;
+  bool quiet = false, as_json = false, dry_run = false, elites = false;
+  std::string note;
   auto add_gate_options = [&](CLI::App* sub) {
     sub->add_option("--build-dir", build_dir, "Configured build folder (default: <repo>/build/gpu)");
     sub->add_option("--ctest-args", ctest_args, "Extra ctest arguments, shell-quoted (or put them after --)");
@@ -59,15 +61,33 @@ int main(int argc, char** argv) {
 
   auto* gate = app.add_subcommand("gate", "Build, run `ctest -L gate`, record the report; exit 0 pass, 1 fail, "
                                           "3 cannot run here (no configured build, no cmake/ctest, another gate "
-                                          "holds the build folder, no GPU; nothing recorded)");
+                                          "holds the build folder, no GPU; nothing recorded); --dry-run: 10, 11");
   add_gate_options(gate);
   auto* target_opt = gate->add_option("--target", target_value,
                                       "Geomean target overriding scenarios/gate.yaml (passed as ATTNGATE_GEOMEAN_TARGET)")
                          ->check(CLI::PositiveNumber);
   gate->add_flag("--quiet", quiet, "Send build and ctest output to <build>/gate/attngate_gate.log");
+  gate->add_flag("--json", as_json, "Print one JSON object (schema attngate.gate_result/1) on stdout, the text on stderr");
+  gate->add_flag("--dry-run", dry_run, "Simulate the gate without a build or a GPU (exit 10 simulated pass, 11 "
+                                       "simulated fail), recorded in the dry-run lineage");
+  gate->add_option("--note", note, "What this version tries, stored with the evaluation in the lineage");
   gate->add_option("ctest_extra", ctest_rest, "Arguments after -- go to ctest");
 
   auto* history = app.add_subcommand("history", "The lineage as a table");
+  history->add_flag("--elites", elites, "The best version per scenario group (head dim, causal, short/long) instead");
+  history->add_flag("--dry-run", dry_run, "Read the dry-run lineage");
+  int show_version = 0, diff_a = 0, diff_b = 0;
+  auto* show = app.add_subcommand("show", "One evaluated version: its record, per-scenario speedups, signals, "
+                                          "questions asked, note and where its source is kept");
+  show->add_option("version", show_version, "Lineage version")->required();
+  show->add_flag("--json", as_json, "One JSON object (schema attngate.show/1)");
+  show->add_flag("--dry-run", dry_run, "Read the dry-run lineage");
+  auto* diff = app.add_subcommand("diff", "Two evaluated versions compared: per-scenario speedups and their ratio, "
+                                          "reasons and signals that differ, notes, a unified diff of their source");
+  diff->add_option("a", diff_a, "Lineage version")->required();
+  diff->add_option("b", diff_b, "Lineage version")->required();
+  diff->add_flag("--json", as_json, "One JSON object (schema attngate.diff/1)");
+  diff->add_flag("--dry-run", dry_run, "Read the dry-run lineage");
   auto* commit = app.add_subcommand("commit", "Commit the candidate folder if its latest evaluation is a signed gate "
                                               "run of it at HEAD that passed and beats the best committed version "
                                               "beyond noise");
@@ -75,7 +95,7 @@ int main(int argc, char** argv) {
   std::string trigger;
   std::string ask_report;
   auto* ask = app.add_subcommand("ask", "Print one question for a trigger (logged in the lineage)");
-  ask->add_option("--trigger", trigger, "stall|cycle|limit|done|suspicious|regression|correctness")
+  ask->add_option("--trigger", trigger, "stall|cycle|limit|done|suspicious|regression|correctness|human")
       ->required()
       ->check(CLI::IsMember(all_triggers()));
   ask->add_option("--report", ask_report, "Report for the limit context and for choosing done/correctness questions (default: the latest evaluation)")
@@ -85,6 +105,7 @@ int main(int argc, char** argv) {
   auto* record = app.add_subcommand("record", "Append a lineage record from a report without running anything "
                                               "(for inspection: commit refuses it)");
   record->add_option("--report", record_report, "Gate report (report.json)")->required()->check(CLI::ExistingFile);
+  record->add_option("--note", note, "What this version tries, stored with the evaluation in the lineage");
 
   ReportInputs report_in;
   bool prepare = false;
@@ -139,6 +160,9 @@ int main(int argc, char** argv) {
     if (*target_opt) target = target_value;
     go.target = target;
     go.quiet = quiet;
+    go.json = as_json;
+    go.dry_run = dry_run;
+    go.note = note;
     auto words = split_words(ctest_args);
     if (!words) {
       std::cerr << "attngate: cannot split --ctest-args '" << ctest_args << "'\n";
@@ -148,10 +172,14 @@ int main(int argc, char** argv) {
     go.ctest_args.insert(go.ctest_args.end(), ctest_rest.begin(), ctest_rest.end());
 
     if (*gate) return cmd_gate(ctx, go);
-    if (*history) return cmd_history(ctx);
+    Context inspected = ctx;
+    if (dry_run) inspected.lineage = dry_run_lineage(ctx.lineage);
+    if (*history) return cmd_history(inspected, elites);
+    if (*show) return cmd_show(inspected, show_version, as_json);
+    if (*diff) return cmd_diff(inspected, diff_a, diff_b, as_json);
     if (*commit) return cmd_commit(ctx);
     if (*ask) return cmd_ask(ctx, trigger, ask_report.empty() ? std::nullopt : std::optional<fs::path>(ask_report));
-    if (*record) return cmd_record(ctx, record_report);
+    if (*record) return cmd_record(ctx, record_report, note);
     if (*report) {
       report_in.scenarios_dir = report_scenarios.empty() ? fs::path{} : fs::absolute(report_scenarios);
       report_in.results_dir = results_dir.empty() ? fs::path{} : fs::absolute(results_dir);

@@ -68,6 +68,8 @@ RunResult run_process(const std::vector<std::string>& argv, const RunOptions& op
       if (::dup2(out_pipe[1], STDOUT_FILENO) < 0 || ::dup2(err_pipe[1], STDERR_FILENO) < 0) child_fail("dup2");
     } else if (options.output == Output::log) {
       if (::dup2(log_fd, STDOUT_FILENO) < 0 || ::dup2(log_fd, STDERR_FILENO) < 0) child_fail("dup2");
+    } else if (options.output == Output::stderr_only) {
+      if (::dup2(STDERR_FILENO, STDOUT_FILENO) < 0) child_fail("dup2");
     }
     // The child must not wait for input that an agent runner will never type.
     int devnull = ::open("/dev/null", O_RDONLY);

@@ -75,7 +75,7 @@ bool has_token(const std::string& shape, const std::string& word) {
 
 const std::vector<std::string>& all_triggers() {
   static const std::vector<std::string> t = {"stall", "cycle", "limit", "done", "suspicious", "regression",
-                                             "correctness"};
+                                             "correctness", "human"};
   return t;
 }
 
@@ -93,7 +93,7 @@ void QuestionBank::load(const std::filesystem::path& file) {
     auto trigger = group.first.as<std::string>();
     if (!is_trigger(trigger))
       throw std::runtime_error(where(file, group.first) + ": unknown trigger '" + trigger +
-                               "' (stall, cycle, limit, done, suspicious, regression, correctness)");
+                               "' (stall, cycle, limit, done, suspicious, regression, correctness, human)");
     if (!group.second.IsSequence())
       throw std::runtime_error(where(file, group.second) + ": '" + trigger + "' must be a list of questions");
     for (const auto& item : group.second) {
@@ -220,6 +220,7 @@ std::vector<std::string> question_tags(const std::string& trigger, const std::ve
 
 std::string verdict_trigger(const std::vector<Reason>& reasons, const std::vector<std::string>& triggers) {
   if (has_reason(reasons, "CORRECTNESS_FAILED")) return "correctness";
+  if (std::find(triggers.begin(), triggers.end(), "human") != triggers.end()) return "human";
   if (std::find(triggers.begin(), triggers.end(), "suspicious") != triggers.end()) return "suspicious";
   return triggers.empty() ? std::string{} : triggers.front();
 }

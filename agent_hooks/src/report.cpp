@@ -65,6 +65,11 @@ void to_json(json& j, const ScenarioResult& s) {
   j["candidate"] = s.candidate;
   j["baseline"] = s.baseline;
   j["flags"] = s.flags;
+  if (!s.best_baseline_library.empty())
+    j["best_baseline"] = {{"library", s.best_baseline_library},
+                          {"tflops", s.best_baseline_tflops ? json(*s.best_baseline_tflops) : json(nullptr)},
+                          {"date", s.best_baseline_date}};
+  put_opt(j, "fraction_of_best", s.fraction_of_best);
 }
 
 void from_json(const json& j, ScenarioResult& s) {
@@ -81,6 +86,12 @@ void from_json(const json& j, ScenarioResult& s) {
   get_or(j, "candidate", s.candidate);
   get_or(j, "baseline", s.baseline);
   get_or(j, "flags", s.flags);
+  if (auto it = j.find("best_baseline"); it != j.end() && it->is_object()) {
+    get_or(*it, "library", s.best_baseline_library);
+    get_or(*it, "date", s.best_baseline_date);
+    get_opt(*it, "tflops", s.best_baseline_tflops);
+  }
+  get_opt(j, "fraction_of_best", s.fraction_of_best);
 }
 
 void to_json(json& j, const Reason& r) {

@@ -73,6 +73,11 @@ void apply_supervisor_file(SupervisorConfig& c, const std::filesystem::path& fil
         {"kernel_count_change", num(c.suspicious.kernel_count_change)},
         {"side_stream_work", num(c.suspicious.side_stream_work)}}},
       {"regression", {{"tolerance", num(c.regression.tolerance)}}},
+      {"redirect",
+       {{"digest_versions", num(c.redirect.digest_versions)},
+        {"group_move", num(c.redirect.group_move)},
+        {"restart_after", num(c.redirect.restart_after)},
+        {"human_after", num(c.redirect.human_after)}}},
   };
   for (const auto& section : root) {
     auto name = section.first.as<std::string>();
@@ -91,6 +96,8 @@ void apply_supervisor_file(SupervisorConfig& c, const std::filesystem::path& fil
   if (c.cycle.oscillation_window < 3)
     throw std::runtime_error(file.string() + ": cycle.oscillation_window must be at least 3");
   if (c.stall.evaluations < 1) throw std::runtime_error(file.string() + ": stall.evaluations must be at least 1");
+  if (c.redirect.digest_versions < 1 || c.redirect.restart_after < 1 || c.redirect.human_after < 1)
+    throw std::runtime_error(file.string() + ": redirect.digest_versions, restart_after and human_after must be at least 1");
 }
 
 bool is_scored(const Record& r) {
@@ -254,7 +261,7 @@ std::vector<Signal> compute_signals(const std::vector<Record>& earlier, const Re
 }
 
 std::vector<std::string> triggers_of(const std::vector<Signal>& signals) {
-  static const std::vector<std::string> order = {"stall", "cycle", "suspicious", "regression"};
+  static const std::vector<std::string> order = {"stall", "human", "cycle", "suspicious", "regression"};
   std::vector<std::string> out;
   for (const auto& t : order)
     for (const auto& s : signals)

@@ -7,6 +7,7 @@
 #include <fstream>
 
 #include "attngate/bench/compare.hpp"
+#include "attngate/hooks/best_baselines.hpp"
 #include "attngate/hooks/candidate_tree.hpp"
 #include "attngate/hooks/gate_report.hpp"
 #include "attngate/hooks/report.hpp"
@@ -729,6 +730,86 @@ TEST_F(ReportCmd, GateRunsTheReportAndPassesTheTarget) {
   r = gate_run({"--target", "0.97"});
   EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
   EXPECT_EQ(report_json()["target"]["geomean"], 0.97);
+}
+
+// Baselines in the agent's view: the best measured baseline per scenario on this GPU
+// (bench/baselines/<gpu>.json), the candidate's fraction of it, and the limit question's context.
+json best_entry(const std::string& library, double tflops, bool correct = true) {
+  return {{"library", library}, {"tflops", tflops}, {"ms", 0.5}, {"date", "2026-12-01"}, {"suite", "gate"},
+          {"correct", correct}, {"source", "bench/results/2026-12-01-h200"}};
+}
+
+TEST_F(ReportCmd, BestBaselinesGiveEachScenarioItsFractionOfTheBest) {
+  const json best = {{"schema", kBestBaselinesSchema},
+                     {"gpu", "NVIDIA H200"},
+                     {"updated", "2026-12-01T10:00:00Z"},
+                     {"scenarios", {{"gate_a", best_entry("cudnn", 600.0)}, {"gate_b", best_entry("fa3", 750.0)},
+                                    {"gate_c", best_entry("broken", 900.0, false)}}}};
+  test::write_file(sb.dir / "bench" / "baselines" / "nvidia_h200.json", best.dump(1));
+  sb.commit_all("best baselines");  // under bench/: part of the harness
+  ASSERT_EQ(prepare().exit_code, 0);
+  all_passed();
+  perf(perf_json(good_rows()));  // the candidate: 300 TFLOPS on every scenario
+  auto r = report();
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  const json j = report_json();
+  const json& a = scenario(j, "gate_a");
+  EXPECT_EQ(a["best_baseline"], json({{"library", "cudnn"}, {"tflops", 600.0}, {"date", "2026-12-01"}}));
+  EXPECT_DOUBLE_EQ(a["fraction_of_best"].get<double>(), 0.5);
+  EXPECT_DOUBLE_EQ(scenario(j, "gate_b")["fraction_of_best"].get<double>(), 0.4);
+  EXPECT_EQ(scenario(j, "gate_c")["best_baseline"], nullptr);  // an incorrect baseline is no bar
+  EXPECT_EQ(scenario(j, "gate_c")["fraction_of_best"], nullptr);
+  EXPECT_EQ(j["baselines"], json({{"cudnn", {{"gate_a", 600.0}}}, {"fa3", {{"gate_b", 750.0}}}}));
+  EXPECT_EQ(j["best_baselines"]["note"], "");
+  EXPECT_EQ(j["best_baselines"]["updated"], "2026-12-01T10:00:00Z");
+  const std::string md = test::slurp(gate / "report.md");
+  EXPECT_NE(md.find("| TFLOPS (% peak) | best baseline TFLOPS (fraction) | flags |"), std::string::npos) << md;
+  EXPECT_NE(md.find("300.0 (30.3%) | cudnn 600.0 (50%) |"), std::string::npos) << md;
+  EXPECT_NE(md.find("300.0 (30.3%) | n/a |"), std::string::npos) << md;
+
+  GateReport parsed = load_report(gate / "report.json");
+  EXPECT_EQ(parsed.scenarios[1].best_baseline_library, "fa3");
+  EXPECT_DOUBLE_EQ(*parsed.scenarios[1].fraction_of_best, 0.4);
+  // The limit question's context names the best library and its TFLOPS per scenario.
+  ASSERT_EQ(cmd_record(sb.ctx, gate / "report.json"), kExitPass) << sb.err.str();
+  sb.clear_streams();
+  ASSERT_EQ(cmd_ask(sb.ctx, "limit", std::nullopt), kExitPass) << sb.err.str();
+  EXPECT_NE(sb.out.str().find("  best baseline per scenario:\n"
+                              "    gate_a: cudnn 600.0 TFLOPS, the candidate 300.0 (50%)\n"
+                              "    gate_b: fa3 750.0 TFLOPS, the candidate 300.0 (40%)\n"),
+            std::string::npos)
+      << sb.out.str();
+  EXPECT_EQ(sb.out.str().find("unknown"), std::string::npos) << sb.out.str();
+}
+
+TEST_F(ReportCmd, NoBestBaselineFileIsSaidAndTheGateGoesOn) {
+  ASSERT_EQ(prepare().exit_code, 0);
+  all_passed();
+  perf(perf_json(good_rows()));
+  auto r = report();
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  const json j = report_json();
+  const std::string note = "no best-baseline file for NVIDIA H200 (" +
+                           (sb.dir / "bench" / "baselines" / "nvidia_h200.json").string() + ")";
+  EXPECT_EQ(j["best_baselines"]["note"], note);
+  EXPECT_EQ(j["baselines"], json::object());
+  EXPECT_EQ(scenario(j, "gate_a")["best_baseline"], nullptr);
+  EXPECT_NE(test::slurp(gate / "report.md").find("- best baselines: " + note), std::string::npos);
+}
+
+TEST(BestBaselines, FileNamedByTheGpuSlugAndMalformedFilesAreSkipped) {
+  EXPECT_EQ(gpu_slug("NVIDIA H200"), "nvidia_h200");
+  EXPECT_EQ(gpu_slug("NVIDIA H100 80GB HBM3"), "nvidia_h100_80gb_hbm3");
+  EXPECT_EQ(gpu_slug("NVIDIA GH200 (480GB)"), "nvidia_gh200__480gb_");
+  test::TempDir repo;
+  EXPECT_EQ(best_baselines_file(repo.path(), "NVIDIA H200"), repo / "bench/baselines/nvidia_h200.json");
+  test::write_file(repo / "bench" / "baselines" / "nvidia_h200.json", R"({"schema": "attngate.best_baselines/0"})");
+  BestBaselines b = load_best_baselines(repo.path(), "NVIDIA H200");
+  EXPECT_TRUE(b.scenarios.empty());
+  EXPECT_NE(b.note.find("is not a attngate.best_baselines/1 document"), std::string::npos) << b.note;
+  test::write_file(repo / "bench" / "baselines" / "nvidia_h200.json", "{not json");
+  EXPECT_FALSE(load_best_baselines(repo.path(), "NVIDIA H200").note.empty());
+  EXPECT_NE(load_best_baselines(repo.path(), "").note.find("names no GPU"), std::string::npos);
 }
 
 // The comparison JSON exactly as attngate_bench writes it (bench's to_json on a synthetic

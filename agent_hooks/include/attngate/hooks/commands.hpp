@@ -9,7 +9,9 @@
 #include "attngate/hooks/gate_report.hpp"
 #include "attngate/hooks/git.hpp"
 #include "attngate/hooks/lineage.hpp"
+#include "attngate/hooks/questions.hpp"
 #include "attngate/hooks/report.hpp"
+#include "attngate/hooks/supervisor.hpp"
 
 namespace attngate::hooks {
 
@@ -21,6 +23,9 @@ inline constexpr int kExitRefuse = 2;   // stop-hook: refuse the stop (what Clau
 // gate: this machine or build cannot run the gate (no configured build, no cmake/ctest, the build
 // folder's lock held by another gate, no GPU); nothing is recorded, since nothing was evaluated.
 inline constexpr int kExitEnvironment = 3;
+// gate --dry-run: simulated pass and fail (never 0, so a dry run cannot pass for a real one).
+inline constexpr int kExitDryRunPass = 10;
+inline constexpr int kExitDryRunFail = 11;
 
 struct Context {
   std::filesystem::path repo;                      // repository root
@@ -46,6 +51,9 @@ struct GateOptions {
   std::optional<double> target;          // geomean target, passed as ATTNGATE_GEOMEAN_TARGET
   std::vector<std::string> ctest_args;   // appended to ctest's command line
   bool quiet = false;                    // build/ctest output to <build>/gate/attngate_gate.log
+  bool json = false;                     // one JSON object (gate_result.hpp) on stdout, the text on stderr
+  bool dry_run = false;                  // simulate the gate on the CPU (dry_run.hpp)
+  std::string note;                      // stored with the evaluation in the lineage
 };
 
 // Where an evaluation came from and what attngate saw around the report.
@@ -66,21 +74,32 @@ struct EvaluationInput {
   // a report's own "suspicious_confirmed" is not read.
   bool suspicious_confirmed = false;
   std::optional<std::string> receipt_key;  // gate runs: sign the record (receipt.hpp)
+  std::string note;                        // the agent's --note
+  bool dry_run = false;                    // a simulated evaluation (gate --dry-run)
 };
 
 struct Evaluation {
   Record record;
   std::vector<std::pair<std::string, std::string>> questions;  // (trigger, text) as printed
+  std::vector<Question> asked;                                 // the same questions from the bank
 };
+
+// The shipped supervisor.yaml and questions.yaml with the user's files on top.
+SupervisorConfig load_supervisor(const Context& ctx);
+QuestionBank load_bank(const Context& ctx);
 
 // Appends the record (signals, churn, questions) and prints the short verdict.
 Evaluation evaluate(const Context& ctx, const EvaluationInput& input);
 std::string format_verdict(const Context& ctx, const Evaluation& e);
 
-// 0 pass, 1 fail, 3 environment failure (not recorded).
+// 0 pass, 1 fail, 3 environment failure (not recorded); with dry_run 10 or 11 (dry_run.hpp).
 int cmd_gate(const Context& ctx, const GateOptions& options);
-int cmd_record(const Context& ctx, const std::filesystem::path& report);
-int cmd_history(const Context& ctx);
+int cmd_record(const Context& ctx, const std::filesystem::path& report, const std::string& note = "");
+// The lineage as a table; with elites, the best version per scenario group instead (redirect.hpp).
+int cmd_history(const Context& ctx, bool elites = false);
+// One evaluated version, and two compared (inspect.cpp). 0, or 2 for an unknown version.
+int cmd_show(const Context& ctx, int version, bool json);
+int cmd_diff(const Context& ctx, int version_a, int version_b, bool json);
 // Commits the candidate folder if the latest evaluation is a signed, passing gate run of this tree
 // at this HEAD on this machine (README: Committing). 0 committed, 1 refused, 2 error.
 int cmd_commit(const Context& ctx);

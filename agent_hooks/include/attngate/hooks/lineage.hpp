@@ -23,7 +23,7 @@ struct QuestionRef {
 };
 
 struct Signal {
-  std::string trigger;  // stall | cycle | suspicious | regression
+  std::string trigger;  // stall | human | cycle | suspicious | regression
   std::string kind;     // e.g. no_new_best, repeat, oscillation, churn, step, peak, ...
   std::string detail;
 };
@@ -68,6 +68,8 @@ struct Record {
   std::optional<int> build_exit, ctest_exit;
   bool suspicious_confirmed = false;  // the report's re-measurement confirmed a suspicious gain
   std::optional<Receipt> receipt;     // gate runs only
+  std::string note;                   // the agent's `--note` on gate or record: what this version tried
+  bool dry_run = false;               // `gate --dry-run`: simulated, nothing measured (its own lineage file)
 
   bool is_evaluation() const { return type == "evaluation"; }
 };

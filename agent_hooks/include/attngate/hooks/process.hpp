@@ -11,6 +11,7 @@ enum class Output {
   inherit,  // the child writes to our stdout/stderr
   capture,  // stdout and stderr come back in RunResult
   log,      // both are appended to RunOptions::log_file
+  stderr_only,  // both go to our stderr (keeps our stdout for one JSON object: `gate --json`)
 };
 
 struct RunOptions {

@@ -11,7 +11,7 @@
 
 namespace attngate::hooks {
 
-// stall, cycle, limit, done, suspicious, regression, correctness.
+// stall, cycle, limit, done, suspicious, regression, correctness, human (the supervisor's escalation).
 const std::vector<std::string>& all_triggers();
 bool is_trigger(const std::string& name);
 
@@ -56,7 +56,7 @@ std::vector<std::string> shared_failure_features(const std::vector<Reason>& reas
 std::vector<std::string> question_tags(const std::string& trigger, const std::vector<Reason>& reasons,
                                        const std::vector<ScenarioResult>& scenarios);
 // The one trigger whose question an evaluation asks: correctness when CORRECTNESS_FAILED, then
-// suspicious, then the first of `triggers` (the supervisor's order, `done` last); empty when none.
+// human (the supervisor's escalation), then suspicious, then the first of `triggers` (the supervisor's order, `done` last); empty when none.
 std::string verdict_trigger(const std::vector<Reason>& reasons, const std::vector<std::string>& triggers);
 
 // knowledge/README.md: topic (the first word of a "## " heading) -> the section's text.

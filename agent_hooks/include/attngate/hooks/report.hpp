@@ -27,6 +27,9 @@ struct ScenarioResult {
   std::optional<double> speedup, ci_low, ci_high, tflops, percent_of_peak;
   Timing candidate, baseline;
   std::vector<std::string> flags;
+  // The best measured baseline on this GPU (bench/baselines/<gpu>.json) and tflops / its TFLOPS.
+  std::string best_baseline_library, best_baseline_date;
+  std::optional<double> best_baseline_tflops, fraction_of_best;
 };
 
 struct Reason {

@@ -33,6 +33,14 @@ struct SupervisorConfig {
   struct {
     double tolerance = 0.02;
   } regression;
+  // What the supervisor does on a stall or cycle (redirect.hpp): a digest of the trajectory, then
+  // a restart from an elite, then a human.
+  struct {
+    int digest_versions = 5;   // the digest lists the last N versions
+    double group_move = 0.01;  // a scenario group "moved" when its geomean changed by more than this fraction
+    int restart_after = 2;     // this many stall signals in a row suggest a restart from an elite
+    int human_after = 3;       // ... and this many ask for a human
+  } redirect;
 };
 
 // Overrides the keys present in the file; unknown keys and wrong types are errors (file:line).

@@ -1,0 +1,242 @@
+#include "attngate/hooks/dry_run.hpp"
+
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <optional>
+#include <sstream>
+#include <stdexcept>
+
+#include "attngate/hooks/candidate_tree.hpp"
+#include "attngate/hooks/gate_result.hpp"
+#include "attngate/hooks/git.hpp"
+#include "attngate/hooks/report.hpp"
+#include "attngate/hooks/sha256.hpp"
+#include "attngate/hooks/version_store.hpp"
+#include "attngate/scenario.hpp"
+
+namespace attngate::hooks {
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace {
+
+double positive_number(const std::string& what, const std::string& text) {
+  char* end = nullptr;
+  const double v = std::strtod(text.c_str(), &end);
+  if (text.empty() || !end || *end != '\0' || !std::isfinite(v) || v <= 0)
+    throw std::runtime_error(what + "='" + text + "' is not a positive number");
+  return v;
+}
+
+// One directive token of a line that carries the marker; unknown tokens (comment ends) are ignored.
+void apply_directive(const std::string& tok, DryRunPlan& plan) {
+  if (tok == "incorrect") {
+    plan.incorrect = true;
+  } else if (tok.rfind("speedup=", 0) == 0) {
+    plan.speedup = positive_number(std::string(kDryRunMarker) + " speedup", tok.substr(8));
+  } else if (tok.rfind("speedup[", 0) == 0) {
+    const auto close = tok.find("]=");
+    if (close == std::string::npos || close == 8) throw std::runtime_error("cannot read the directive '" + tok + "'");
+    const std::string sub = tok.substr(8, close - 8);
+    plan.per_scenario.emplace_back(sub, positive_number(std::string(kDryRunMarker) + " " + tok.substr(0, close + 1),
+                                                        tok.substr(close + 2)));
+  }
+}
+
+std::string fmt(const char* f, double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, f, v);
+  return buf;
+}
+
+json reason(const std::string& code, const std::vector<std::string>& ids, const std::string& detail) {
+  return {{"code", code}, {"scenarios", ids}, {"detail", detail}};
+}
+
+json scenario_row(const std::string& id, const std::string& shape, double sp, bool correct) {
+  return {{"id", id},
+          {"shape", shape},
+          {"status", correct ? "passed" : "failed"},
+          {"correct", correct},
+          {"speedup", sp},
+          {"ci_low", sp * 0.99},
+          {"ci_high", sp * 1.01},
+          {"kernel_speedup", sp},
+          {"wall_speedup", sp},
+          {"candidate", {{"kernel_count", 1}, {"streams", 1}}},
+          {"baseline", {{"kernel_count", 1}, {"streams", 1}}},
+          {"flags", json::array()}};
+}
+
+std::string prefixed(const std::string& text) {
+  std::string out;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) out += kDryRunPrefix + line + "\n";
+  return out;
+}
+
+// The repository's own scenarios/ when it has a gate suite, else the shipped one.
+fs::path scenarios_dir(const Context& ctx) {
+  const fs::path here = ctx.repo / "scenarios";
+  return fs::exists(here / "gate.yaml") ? here : fs::path(ATTNGATE_HOOKS_SCENARIO_DIR);
+}
+
+std::string setting(const Suite& s, const std::string& key, const std::string& def) {
+  auto it = s.settings.find(key);
+  return it == s.settings.end() || it->second.empty() ? def : it->second;
+}
+
+DryRunSuite load_dry_run_suite(const Context& ctx, const GateOptions& o) {
+  const fs::path dir = scenarios_dir(ctx);
+  for (const Suite& gate : load_suite_dir(dir)) {
+    if (gate.name != "gate") continue;
+    DryRunSuite d;
+    for (const auto& s : gate.scenarios) d.scenarios.emplace_back(s.id, scenario_summary(s));
+    d.target = o.target ? *o.target : positive_number("settings.geomean_target", setting(gate, "geomean_target", "1.0"));
+    const std::string floor = setting(gate, "scenario_floor", "");
+    d.floor = floor.empty() ? 0 : positive_number("settings.scenario_floor", floor);
+    d.baseline = setting(gate, "baseline_kernel", "initial");
+    d.kernel = setting(gate, "candidate_kernel", "candidate");
+    return d;
+  }
+  throw std::runtime_error("no gate suite in " + dir.string());
+}
+
+void write_text(const fs::path& file, const std::string& text) {
+  fs::create_directories(file.parent_path());
+  std::ofstream out(file, std::ios::binary | std::ios::trunc);
+  out << text;
+  if (!out.flush()) throw std::runtime_error("cannot write " + file.string());
+}
+
+// What the gate run's snapshot would hold, then the synthesized report, evaluated into `dry`'s lineage.
+Evaluation dry_run_evaluate(const Context& dry, const Context& ctx, const GateOptions& o) {
+  EvaluationInput in;
+  in.source = "dry_run";
+  in.dry_run = true;
+  in.note = o.note;
+  in.candidate_source = read_file(ctx.candidate);
+  in.git = git_state(ctx.repo, fs::relative(ctx.candidate, ctx.repo).generic_string());
+  try {
+    in.candidate_tree_sha256 = candidate_tree_sha256(candidate_dir(ctx));
+  } catch (const std::exception& e) {
+    *dry.err << "attngate: warning: cannot hash the candidate folder: " << e.what() << "\n";
+  }
+  json report = dry_run_report(load_dry_run_suite(ctx, o), parse_dry_run_plan(in.candidate_source.value_or("")));
+  report["provenance"] = {{"gpu", "none (dry run)"},
+                          {"candidate", ctx.candidate.string()},
+                          {"candidate_sha256", in.candidate_source ? sha256_hex(*in.candidate_source) : ""},
+                          {"candidate_tree_sha256", in.candidate_tree_sha256}};
+  if (!in.candidate_source) {
+    report["verdict"] = "fail";
+    report["reasons"].push_back(reason("TEST_CRASHED", {}, "cannot read the candidate source " + ctx.candidate.string()));
+  }
+  const fs::path file = dry_run_report_file(dry.lineage);
+  write_text(file, report.dump(1) + "\n");
+  in.report = parse_report(report);
+  in.report_path = file.string();
+  std::string why;
+  auto copy = PendingVersion::take(candidate_dir(ctx), dry.lineage, in.candidate_tree_sha256, why);
+  if (!copy) *dry.err << "attngate: warning: the candidate folder is not kept for diff: " << why << "\n";
+  Evaluation e = evaluate(dry, in);
+  if (copy)
+    if (auto w = copy->keep(e.record.version); !w.empty()) *dry.err << "attngate: warning: " << w << "\n";
+  return e;
+}
+
+}  // namespace
+
+fs::path dry_run_lineage(const fs::path& lineage) {
+  if (lineage.filename() == "lineage.jsonl") return lineage.parent_path() / "dry-run" / "lineage.jsonl";
+  return lineage.string() + ".dry-run";
+}
+
+fs::path dry_run_report_file(const fs::path& dry_lineage) {
+  if (dry_lineage.filename() == "lineage.jsonl") return dry_lineage.parent_path() / "report.json";
+  return dry_lineage.string() + ".report.json";
+}
+
+DryRunPlan parse_dry_run_plan(const std::string& source) {
+  DryRunPlan plan;
+  std::istringstream lines(source);
+  for (std::string line; std::getline(lines, line);) {
+    const auto at = line.find(kDryRunMarker);
+    if (at == std::string::npos) continue;
+    std::istringstream tokens(line.substr(at + std::string(kDryRunMarker).size()));
+    for (std::string tok; tokens >> tok;) apply_directive(tok, plan);
+  }
+  return plan;
+}
+
+double planned_speedup(const DryRunPlan& plan, const std::string& id) {
+  double s = plan.speedup;
+  for (const auto& [sub, v] : plan.per_scenario)
+    if (id.find(sub) != std::string::npos) s = v;
+  return s;
+}
+
+json dry_run_report(const DryRunSuite& suite, const DryRunPlan& plan) {
+  if (suite.scenarios.empty()) throw std::runtime_error("the gate suite has no scenarios");
+  json rows = json::array(), reasons = json::array();
+  std::vector<std::string> ids, below;
+  double log_sum = 0;
+  for (const auto& [id, shape] : suite.scenarios) {
+    const double sp = planned_speedup(plan, id);
+    rows.push_back(scenario_row(id, shape, sp, !plan.incorrect));
+    log_sum += std::log(sp);
+    ids.push_back(id);
+    if (sp < suite.floor) below.push_back(id);
+  }
+  const double g = std::exp(log_sum / static_cast<double>(ids.size()));
+  const double lo = g * 0.995, hi = g * 1.005;
+  if (plan.incorrect)
+    reasons.push_back(reason("CORRECTNESS_FAILED", ids, "simulated: the candidate source says attngate-dry-run: incorrect"));
+  if (lo < suite.target)
+    reasons.push_back(reason("GEOMEAN_BELOW_TARGET", {},
+                             "simulated geomean " + fmt("%.4f", g) + ", 95% CI [" + fmt("%.4f", lo) + ", " +
+                                 fmt("%.4f", hi) + "]: the lower bound does not clear the target " +
+                                 fmt("%.4f", suite.target)));
+  if (!below.empty())
+    reasons.push_back(reason("SCENARIO_BELOW_FLOOR", below,
+                             below.front() + ": simulated speedup " + fmt("%.4f", planned_speedup(plan, below.front())) +
+                                 " < floor " + fmt("%.4f", suite.floor)));
+  return {{"schema", kReportSchema},
+          {"verdict", reasons.empty() ? "pass" : "fail"},
+          {"reasons", reasons},
+          {"suite", "gate"},
+          {"target", {{"geomean", suite.target}, {"scenario_floor", suite.floor}, {"baseline", suite.baseline},
+                      {"kernel", suite.kernel}}},
+          {"geomean", {{"speedup", g}, {"ci_low", lo}, {"ci_high", hi}, {"kernel_speedup", g}, {"wall_speedup", g},
+                       {"scenarios", ids.size()}}},
+          {"scenarios", rows},
+          {"dry_run", true},
+          {"time", now_iso8601()}};
+}
+
+int cmd_gate_dry_run(const Context& ctx, const GateOptions& o) {
+  std::ostringstream out, err;
+  Context dry = ctx;
+  dry.lineage = dry_run_lineage(ctx.lineage);
+  dry.out = &out;
+  dry.err = &err;
+  std::optional<Evaluation> e;
+  try {
+    e = dry_run_evaluate(dry, ctx, o);
+  } catch (const std::exception& ex) {
+    *ctx.err << prefixed(err.str() + "attngate gate --dry-run: " + ex.what() + "\n");
+    if (o.json) *ctx.out << json(GateNoResult{kGateResultSchema, "error", kExitError, ex.what(), true}).dump() << "\n";
+    return kExitError;
+  }
+  const int code = e->record.verdict == "pass" ? kExitDryRunPass : kExitDryRunFail;
+  const std::string text = "attngate gate --dry-run: simulated from " + ctx.candidate.string() +
+                           " (no build, no GPU, nothing measured); recorded in " + dry.lineage.string() + "; exit " +
+                           std::to_string(code) + "\n" + format_verdict(dry, *e);
+  *ctx.err << prefixed(err.str());
+  *(o.json ? ctx.err : ctx.out) << prefixed(text);
+  if (o.json) *ctx.out << json(make_gate_result(*e, code)).dump() << "\n";
+  return code;
+}
+
+}  // namespace attngate::hooks
