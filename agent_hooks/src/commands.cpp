@@ -26,18 +26,13 @@
 #include "attngate/hooks/sha256.hpp"
 #include "attngate/hooks/supervisor.hpp"
 #include "attngate/hooks/version_store.hpp"
+#include "attngate/hooks/format.hpp"
 
 namespace attngate::hooks {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
 namespace {
-
-std::string fmt(const char* f, double v) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, f, v);
-  return buf;
-}
 
 std::string fx(const std::optional<double>& v) { return v ? fmt("%.3fx", *v) : std::string("n/a"); }
 

@@ -15,6 +15,7 @@
 #include "attngate/hooks/sha256.hpp"
 #include "attngate/hooks/version_store.hpp"
 #include "attngate/scenario.hpp"
+#include "attngate/hooks/format.hpp"
 
 namespace attngate::hooks {
 namespace fs = std::filesystem;
@@ -43,12 +44,6 @@ void apply_directive(const std::string& tok, DryRunPlan& plan) {
     plan.per_scenario.emplace_back(sub, positive_number(std::string(kDryRunMarker) + " " + tok.substr(0, close + 1),
                                                         tok.substr(close + 2)));
   }
-}
-
-std::string fmt(const char* f, double v) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, f, v);
-  return buf;
 }
 
 json reason(const std::string& code, const std::vector<std::string>& ids, const std::string& detail) {

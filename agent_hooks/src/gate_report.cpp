@@ -21,6 +21,7 @@
 #include "attngate/hooks/sha256.hpp"
 #include "attngate/scenario.hpp"
 #include "attngate/verify/result_document.hpp"
+#include "attngate/hooks/format.hpp"
 
 namespace attngate::hooks {
 namespace fs = std::filesystem;
@@ -29,12 +30,6 @@ using nlohmann::json;
 namespace {
 
 using verify::kVerifyResultSchema;
-
-std::string fmt(const char* f, double v) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, f, v);
-  return buf;
-}
 
 std::string join(const std::vector<std::string>& v, const std::string& sep) {
   std::string out;

@@ -6,17 +6,12 @@
 
 #include "attngate/hooks/commands.hpp"
 #include "attngate/hooks/version_store.hpp"
+#include "attngate/hooks/format.hpp"
 
 namespace attngate::hooks {
 namespace {
 
 using nlohmann::json;
-
-std::string fmt(const char* f, double v) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, f, v);
-  return buf;
-}
 
 std::string fx(const std::optional<double>& v) { return v ? fmt("%.3fx", *v) : std::string("-"); }
 

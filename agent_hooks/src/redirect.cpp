@@ -1,4 +1,5 @@
 #include "attngate/hooks/redirect.hpp"
+#include "attngate/hooks/format.hpp"
 
 #include <algorithm>
 #include <cctype>
@@ -9,12 +10,6 @@
 
 namespace attngate::hooks {
 namespace {
-
-std::string fmt(const char* f, double v) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, f, v);
-  return buf;
-}
 
 std::vector<std::string> split(const std::string& text, char sep) {
   std::vector<std::string> out;

@@ -1,5 +1,6 @@
 #include "attngate/hooks/supervisor.hpp"
 #include "attngate/hooks/yaml_file.hpp"
+#include "attngate/hooks/format.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -25,12 +26,6 @@ void read_value(const YAML::Node& n, T& out, const std::filesystem::path& file, 
   } catch (const YAML::Exception&) {
     throw std::runtime_error(where(file, n) + ": '" + key + "' has the wrong type");
   }
-}
-
-std::string fmt(const char* f, double a) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, f, a);
-  return buf;
 }
 
 std::string fx(double v) { return fmt("%.3fx", v); }

@@ -10,6 +10,7 @@
 #include "attngate/hooks/dry_run.hpp"
 #include "attngate/hooks/gate_result.hpp"
 #include "attngate/hooks/version_store.hpp"
+#include "attngate/verify/schema_check.hpp"
 #include "test_util.hpp"
 
 namespace attngate::hooks {
@@ -28,60 +29,7 @@ json load_schema() {
   return json::parse(f);
 }
 
-bool has_type(const json& v, const std::string& type) {
-  if (type == "object") return v.is_object();
-  if (type == "array") return v.is_array();
-  if (type == "string") return v.is_string();
-  if (type == "boolean") return v.is_boolean();
-  if (type == "null") return v.is_null();
-  if (type == "integer") return v.is_number_integer();
-  if (type == "number") return v.is_number();
-  ADD_FAILURE() << "schema type '" << type << "' unknown to this check";
-  return false;
-}
-
-// The subset of JSON Schema gate_result.schema.json uses: $ref, oneOf, type, const, enum, minimum,
-// required, properties, items. Appends the problems with `v` at `where`.
-void check(const json& root, const json& schema, const json& v, const std::string& where, std::vector<std::string>& p) {
-  if (schema.contains("$ref"))
-    return check(root, root["$defs"][schema["$ref"].get<std::string>().substr(8)], v, where, p);
-  if (schema.contains("oneOf")) {
-    int matched = 0;
-    for (const auto& alt : schema["oneOf"]) {
-      std::vector<std::string> q;
-      check(root, alt, v, where, q);
-      matched += q.empty();
-    }
-    if (matched != 1) p.push_back(where + ": matches " + std::to_string(matched) + " of oneOf");
-  }
-  if (schema.contains("type")) {
-    const json types = schema["type"].is_array() ? schema["type"] : json::array({schema["type"]});
-    bool any = false;
-    for (const auto& t : types) any = any || has_type(v, t.get<std::string>());
-    if (!any) p.push_back(where + ": " + v.dump() + " is not " + schema["type"].dump());
-  }
-  if (schema.contains("const") && v != schema["const"]) p.push_back(where + ": not " + schema["const"].dump());
-  if (schema.contains("enum") && std::find(schema["enum"].begin(), schema["enum"].end(), v) == schema["enum"].end())
-    p.push_back(where + ": " + v.dump() + " not in " + schema["enum"].dump());
-  if (schema.contains("minimum") && v.is_number() && v.get<double>() < schema["minimum"].get<double>())
-    p.push_back(where + ": below the minimum");
-  if (v.is_object()) {
-    for (const auto& key : schema.value("required", json::array()))
-      if (!v.contains(key.get<std::string>())) p.push_back(where + ": missing '" + key.get<std::string>() + "'");
-    const json properties = schema.value("properties", json::object());  // outlives the loop
-    for (const auto& [key, sub] : properties.items())
-      if (v.contains(key)) check(root, sub, v[key], where + "." + key, p);
-  }
-  if (v.is_array() && schema.contains("items"))
-    for (std::size_t i = 0; i < v.size(); ++i) check(root, schema["items"], v[i], where + "[" + std::to_string(i) + "]", p);
-}
-
-std::vector<std::string> schema_problems(const json& doc) {
-  const json schema = load_schema();
-  std::vector<std::string> problems;
-  check(schema, schema, doc, "$", problems);
-  return problems;
-}
+std::vector<std::string> schema_problems(const json& doc) { return verify::schema_problems(load_schema(), doc); }
 
 std::set<std::string> keys(const json& j) {
   std::set<std::string> out;

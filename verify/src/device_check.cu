@@ -244,28 +244,30 @@ DeviceErrors snapshot_errors(const Problem& p, const DeviceSnapshot& s, const De
                    t, st, /*locate=*/true);
 }
 
-DeviceDiff diff_from_snapshot(const Problem& p, const DeviceSnapshot& s, cudaStream_t st) {
+namespace {
+
+// Bits that differ between outputs a and b (O as 16-bit elements, LSE as 32-bit ones), and how
+// many differing O elements hold the poison in b.
+DeviceDiff diff_outputs(const Problem& p, const void* a_o, const void* a_lse, const void* b_o, const void* b_lse,
+                        cudaStream_t st) {
   const int64_t n = p.q_elems(), nl = p.lse_elems();
   const Scratch r = reduce(st, [&](Scratch* d) {
-    diff_kernel<<<blocks_for(n), 256, 0, st>>>(static_cast<const uint16_t*>(s.o.get()),
-                                               static_cast<const uint16_t*>(p.o.data()), n, &d->words[0], &d->words[1]);
-    diff_kernel<<<blocks_for(nl), 256, 0, st>>>(static_cast<const uint32_t*>(s.lse.get()),
-                                                static_cast<const uint32_t*>(p.lse.data()), nl, &d->words[2],
-                                                &d->words[3]);
+    diff_kernel<<<blocks_for(n), 256, 0, st>>>(static_cast<const uint16_t*>(a_o), static_cast<const uint16_t*>(b_o), n,
+                                               &d->words[0], &d->words[1]);
+    diff_kernel<<<blocks_for(nl), 256, 0, st>>>(static_cast<const uint32_t*>(a_lse),
+                                                static_cast<const uint32_t*>(b_lse), nl, &d->words[2], &d->words[3]);
   });
   return {int64_t(r.words[0]), int64_t(r.words[2]), int64_t(r.words[1])};
 }
 
+}  // namespace
+
+DeviceDiff diff_from_snapshot(const Problem& p, const DeviceSnapshot& s, cudaStream_t st) {
+  return diff_outputs(p, s.o.get(), s.lse.get(), p.o.data(), p.lse.data(), st);
+}
+
 DeviceDiff diff_snapshots(const Problem& p, const DeviceSnapshot& a, const DeviceSnapshot& b, cudaStream_t st) {
-  const int64_t n = p.q_elems(), nl = p.lse_elems();
-  const Scratch r = reduce(st, [&](Scratch* d) {
-    diff_kernel<<<blocks_for(n), 256, 0, st>>>(static_cast<const uint16_t*>(a.o.get()),
-                                               static_cast<const uint16_t*>(b.o.get()), n, &d->words[0], &d->words[1]);
-    diff_kernel<<<blocks_for(nl), 256, 0, st>>>(static_cast<const uint32_t*>(a.lse.get()),
-                                                static_cast<const uint32_t*>(b.lse.get()), nl, &d->words[2],
-                                                &d->words[3]);
-  });
-  return {int64_t(r.words[0]), int64_t(r.words[2]), int64_t(r.words[1])};
+  return diff_outputs(p, a.o.get(), a.lse.get(), b.o.get(), b.lse.get(), st);
 }
 
 size_t verify_device_bytes(const Scenario& s, int problems) {

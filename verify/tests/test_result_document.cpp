@@ -9,6 +9,7 @@
 #include <string>
 
 #include "attngate/verify/result_document.hpp"
+#include "attngate/verify/schema_check.hpp"
 
 namespace {
 
@@ -21,65 +22,7 @@ json load_schema() {
   return json::parse(f);
 }
 
-bool has_type(const json& v, const std::string& type) {
-  if (type == "object") return v.is_object();
-  if (type == "array") return v.is_array();
-  if (type == "string") return v.is_string();
-  if (type == "boolean") return v.is_boolean();
-  if (type == "null") return v.is_null();
-  if (type == "integer") return v.is_number_integer();
-  if (type == "number") return v.is_number();
-  ADD_FAILURE() << "schema type '" << type << "' unknown to this check";
-  return false;
-}
-
-// The subset of JSON Schema that verify_result.schema.json uses: type, const, enum, required,
-// properties, items, oneOf, minimum and local $ref. Appends the problems with `v` at `where`.
-void check(const json& root, const json& schema, const json& v, const std::string& where,
-           std::vector<std::string>& problems) {
-  if (schema.contains("$ref")) {
-    const std::string ref = schema["$ref"];
-    const std::string prefix = "#/$defs/";
-    ASSERT_EQ(ref.rfind(prefix, 0), 0u) << ref;
-    return check(root, root["$defs"][ref.substr(prefix.size())], v, where, problems);
-  }
-  if (schema.contains("oneOf")) {
-    int matched = 0;
-    for (const auto& alt : schema["oneOf"]) {
-      std::vector<std::string> p;
-      check(root, alt, v, where, p);
-      matched += p.empty();
-    }
-    if (matched != 1) problems.push_back(where + ": matches " + std::to_string(matched) + " of oneOf");
-  }
-  if (schema.contains("type")) {
-    const json types = schema["type"].is_array() ? schema["type"] : json::array({schema["type"]});
-    bool any = false;
-    for (const auto& t : types) any = any || has_type(v, t.get<std::string>());
-    if (!any) problems.push_back(where + ": " + v.dump() + " is not of type " + schema["type"].dump());
-  }
-  if (schema.contains("const") && v != schema["const"]) problems.push_back(where + ": not " + schema["const"].dump());
-  if (schema.contains("enum") && std::find(schema["enum"].begin(), schema["enum"].end(), v) == schema["enum"].end())
-    problems.push_back(where + ": " + v.dump() + " not in " + schema["enum"].dump());
-  if (schema.contains("minimum") && v.is_number() && v.get<double>() < schema["minimum"].get<double>())
-    problems.push_back(where + ": below the minimum");
-  if (v.is_object()) {
-    for (const auto& key : schema.value("required", json::array()))
-      if (!v.contains(key.get<std::string>())) problems.push_back(where + ": missing required '" + key.get<std::string>() + "'");
-    const json properties = schema.value("properties", json::object());
-    for (const auto& [key, sub] : properties.items())
-      if (v.contains(key)) check(root, sub, v[key], where + "." + key, problems);
-  }
-  if (v.is_array() && schema.contains("items"))
-    for (size_t i = 0; i < v.size(); ++i) check(root, schema["items"], v[i], where + "[" + std::to_string(i) + "]", problems);
-}
-
-std::vector<std::string> schema_problems(const json& doc) {
-  const json schema = load_schema();
-  std::vector<std::string> problems;
-  check(schema, schema, doc, "$", problems);
-  return problems;
-}
+std::vector<std::string> schema_problems(const json& doc) { return attngate::verify::schema_problems(load_schema(), doc); }
 
 ResultStats stats(double max_abs) { return {max_abs, max_abs * 0.5, 1e-3, 0, 0}; }
 
