@@ -675,6 +675,7 @@ GateReportOutput build_gate_report(const ReportInputs& in) {
   // rows also carry its timing (below), the others' are counted in `correctness`.
   const std::vector<const Suite*> checked = correctness_suites(suites, suite, in.scenarios_dir);
   json correctness = {{"suites", json::array()}, {"scenarios", 0}, {"passed", 0}, {"failed", json::array()}};
+  std::set<std::string> verified_trees;  // kernel_tree_sha256 of the worker each verify result came from
   for (const Suite* cs : checked) correctness["suites"].push_back(cs->name);
   for (const Suite* cs : checked)
   for (const auto& s : cs->scenarios) {
@@ -706,6 +707,7 @@ GateReportOutput build_gate_report(const ReportInputs& in) {
       reasons.add("TEST_CRASHED", s.id, err);
     } else {
       const verify::ResultDocument& r = *doc;
+      if (r.kernel_tree_sha256 && !r.kernel_tree_sha256->empty()) verified_trees.insert(*r.kernel_tree_sha256);
       const std::string& status = r.status;
       const std::string result_seed = r.base_seed.value_or("");
       row["status"] = status;
@@ -993,6 +995,14 @@ GateReportOutput build_gate_report(const ReportInputs& in) {
     reasons.add("CANDIDATE_CHANGED", "", "the worker was built from " + tree_rel + " tree " + *built_trees.begin() +
                                              ", but " + tree_rel + " hashes to " + tree_now +
                                              " now: the candidate changed after it was built");
+  }
+  // The build verification judged must be the build that was timed.
+  if (verified_trees.size() > 1 ||
+      (verified_trees.size() == 1 && built_trees.size() == 1 && *verified_trees.begin() != *built_trees.begin())) {
+    const std::vector<std::string> trees(verified_trees.begin(), verified_trees.end());
+    reasons.add("CANDIDATE_CHANGED", "", "verification judged build(s) " + join(trees, ", ") + " of " + tree_rel +
+                                             (built_trees.size() == 1 ? ", the timing build " + *built_trees.begin() : "") +
+                                             ": the candidate was rebuilt between the gate's tests");
   }
 
   std::vector<std::string> excluded = {"kernels/" + kernel};

@@ -204,8 +204,10 @@ class ReportCmd : public ::testing::Test {
               {"detail", detail},
               {"base_seed", "12345"}};
     if (status == "passed" || status == "failed") j["runs"] = json::array({run});
+    if (!verified_tree.empty()) j["kernel_tree_sha256"] = verified_tree;
     test::write_file(results / ("verify.candidate." + id + ".json"), j.dump(1));
   }
+  std::string verified_tree;  // the worker build the verify results name; empty: none
   void all_passed() {
     for (const auto& id : kIds) result(id, "passed");
   }
@@ -979,6 +981,20 @@ TEST_F(ReportPolicy, HonestAAFiguresWithHarnessOverheadPassEveryRule) {
   rows[0].speedup = 2.0, rows[0].lo = 1.98, rows[0].hi = 2.02;
   rows[0].cand = worker(0.25, 0.29);
   rows[0].cand.tree = tree_now();
+  expect_pass(rows);
+}
+
+TEST_F(ReportPolicy, CandidateChangedWhenVerificationJudgedAnotherBuildThanTheTimedOne) {
+  ASSERT_EQ(prepare().exit_code, 0);
+  auto rows = aa_rows();
+  for (auto& r : rows) r.cand.tree = tree_now();
+  verified_tree = std::string(64, 'b');  // verified a build of another tree
+  all_passed();
+  expect_reason(rows, "CANDIDATE_CHANGED", json::array(),
+                         "verification judged build(s) " + verified_tree + " of kernels/candidate, the timing build " +
+                             tree_now() + ": the candidate was rebuilt between the gate's tests");
+  verified_tree = tree_now();  // the same build: quiet
+  all_passed();
   expect_pass(rows);
 }
 
