@@ -4,7 +4,7 @@
   ci/compare_runs.py REFERENCE.json RUN.json [--threshold 0.02] [--md summary.md]
 
 Both files are `attngate_bench --compare=K,B --compare_out=...` JSONs or their merge by
-ci/merge_shards.py (e.g. a single-GPU run and the same suite sharded over every GPU of a host).
+ci/merge_shards.py, checked against bench/schema/comparison.schema.json (e.g. a single-GPU run and the same suite sharded over every GPU of a host).
 Each scenario's interleaved speedup is judged with regression_judge's rules (SAME / FASTER /
 SLOWER / AMBIGUOUS); the absolute median times of both kernels are shown beside it, as they move
 with the SM clock and are not judged. Exits 1 when a scenario is missing from either side, the
@@ -17,6 +17,7 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import merge_shards as ms  # noqa: E402
 import regression_judge as rj  # noqa: E402
 
 
@@ -72,10 +73,7 @@ def main():
     ap.add_argument("--threshold", type=float, default=0.02)
     ap.add_argument("--md")
     a = ap.parse_args()
-    with open(a.reference) as f:
-        ref = json.load(f)
-    with open(a.run) as f:
-        run = json.load(f)
+    ref, run = ms.load_comparison(a.reference), ms.load_comparison(a.run)
     rows, counts, problems = compare(ref, run, a.threshold)
     md = markdown(ref, run, rows, counts, problems, a.threshold)
     if a.md:

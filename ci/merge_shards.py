@@ -2,8 +2,8 @@
 """Merges the per-shard results of a suite split across GPUs or runners.
 
   ci/merge_shards.py --bench shard0.json shard1.json ... --out merged.json
-      comparison JSONs of `attngate_bench --compare=K,B --shard=i/N --compare_out=...`; each
-      scenario must appear in exactly one shard; the suite geomean and its 95% interval are
+      comparison JSONs of `attngate_bench --compare=K,B --shard=i/N --compare_out=...`, each
+      checked against bench/schema/comparison.schema.json; each scenario must appear in exactly one shard; the suite geomean and its 95% interval are
       recomputed from the per-scenario speedups and intervals (regression_judge.geomean_with_ci)
   ci/merge_shards.py --verify DIR0 DIR1 ... --expect N --out summary.json
       per-test JSON results (`<build>/verify/results`) of `ctest -L verify` shards; each test must
@@ -21,8 +21,21 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import regression_judge as rj  # noqa: E402
 
-VERIFY_RESULT_SCHEMA = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
-                                    "verify", "schema", "verify_result.schema.json")
+_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+VERIFY_RESULT_SCHEMA = os.path.join(_ROOT, "verify", "schema", "verify_result.schema.json")
+COMPARISON_SCHEMA = os.path.join(_ROOT, "bench", "schema", "comparison.schema.json")
+
+
+def load_comparison(path):
+    """A comparison JSON (attngate_bench --compare_out), checked against bench/schema/comparison.schema.json."""
+    with open(COMPARISON_SCHEMA) as f:
+        schema = json.load(f)
+    with open(path) as f:
+        doc = json.load(f)
+    errs = check_schema(doc, schema)
+    if errs:
+        raise SystemExit(f"{path}: not an attngate.comparison/1 document: " + "; ".join(errs[:3]))
+    return doc
 _JSON_TYPES = {"object": dict, "array": list, "string": str, "boolean": bool, "null": type(None),
                "integer": int, "number": (int, float)}
 
@@ -66,8 +79,7 @@ def check_schema(doc, schema, root=None, where="$"):
 def merge_bench(files):
     merged, seen, problems = None, {}, []
     for path in files:
-        with open(path) as f:
-            d = json.load(f)
+        d = load_comparison(path)
         if merged is None:
             merged = {k: v for k, v in d.items() if k not in ("scenarios", "failed", "shard")}
             merged["scenarios"], merged["failed"], merged["shards"] = [], [], []

@@ -22,6 +22,7 @@
 #include "attngate/scenario.hpp"
 #include "attngate/verify/result_document.hpp"
 #include "attngate/hooks/format.hpp"
+#include "attngate/verify/schema_check.hpp"
 
 namespace attngate::hooks {
 namespace fs = std::filesystem;
@@ -552,6 +553,16 @@ void write_atomically(const fs::path& file, const std::string& text) {
 
 }  // namespace
 
+// The comparison document (performance.json) against its schema, read from the repository (a
+// harness file: the gate checks it is unmodified). A missing schema is a problem too.
+constexpr const char* kComparisonSchemaFile = "bench/schema/comparison.schema.json";
+static std::vector<std::string> comparison_problems(const fs::path& repo, const json& doc) {
+  std::string err;
+  const std::optional<json> schema = read_json(repo / kComparisonSchemaFile, &err);
+  if (!schema) return {"cannot read the schema: " + err};
+  return verify::schema_problems(*schema, doc);
+}
+
 ReportInputs resolve_inputs(ReportInputs in, const fs::path& build_dir) {
   if (in.results_dir.empty()) in.results_dir = build_dir / "verify" / "results";
   if (in.out_dir.empty()) in.out_dir = build_dir / "gate";
@@ -774,6 +785,12 @@ GateReportOutput build_gate_report(const ReportInputs& in) {
     reasons.add("NO_PERF", "", in.perf.string() + " is older than this gate run: gate.performance did not run" + stale_note);
   } else if (!(perf = read_json(in.perf, &perr))) {
     reasons.add("NO_PERF", "", perr);
+  } else if (auto problems = comparison_problems(in.repo, *perf); !problems.empty()) {
+    reasons.add("NO_PERF", "", in.perf.string() + " is not an attngate.comparison/1 document (" + kComparisonSchemaFile +
+                                   "): " + join(std::vector<std::string>(problems.begin(),
+                                                                         problems.begin() + std::min<size_t>(problems.size(), 3)),
+                                                "; "));
+    perf.reset();
   } else if (str(*perf, "kernel") != kernel || str(*perf, "base") != baseline) {
     reasons.add("NO_PERF", "", in.perf.string() + " compares " + str(*perf, "kernel") + " against " +
                                    str(*perf, "base") + "; the gate needs " + kernel + " against " + baseline);

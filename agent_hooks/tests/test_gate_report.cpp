@@ -163,6 +163,9 @@ class ReportCmd : public ::testing::Test {
     test::write_file(sb.dir / "verify" / "README.md", "the verifier\n");
     test::write_file(sb.dir / "bench" / "src" / "harness.cpp", "// timing\n");
     test::write_file(sb.dir / "README.md", "not harness\n");
+    // The comparison's schema, which the report checks performance.json against.
+    const fs::path schema = fs::path(ATTNGATE_HOOKS_DIR_FOR_TESTS) / ".." / "bench" / "schema" / "comparison.schema.json";
+    test::write_file(sb.dir / "bench" / "schema" / "comparison.schema.json", test::slurp(schema));
     sb.commit_all("harness");
   }
 
@@ -595,6 +598,18 @@ TEST_F(ReportCmd, StaleAndMissingFilesAreNotThisRun) {
   perf(perf_json(good_rows(), 1.05, 1.04, 1.06, "initial", "initial"));
   EXPECT_EQ(report().exit_code, 1);
   EXPECT_NE(reason(report_json(), "NO_PERF"), nullptr);
+  // Nor one that is not a comparison document (bench/schema/comparison.schema.json).
+  p = perf_json(good_rows());
+  p["scenarios"][1].erase("kernel_timing");
+  p["geomean_ci95"] = "narrow";
+  perf(p);
+  EXPECT_EQ(report().exit_code, 1);
+  EXPECT_EQ(codes(report_json()), std::vector<std::string>{"NO_PERF"});
+  EXPECT_NE(reason(report_json(), "NO_PERF")["detail"].get<std::string>().find(
+                "is not an attngate.comparison/1 document (bench/schema/comparison.schema.json): $.geomean_ci95: "
+                "\"narrow\" is not of type \"array\"; $.scenarios[1]: missing required 'kernel_timing'"),
+            std::string::npos)
+      << reason(report_json(), "NO_PERF").dump();
 
   // Without gate.setup's marker nothing is fresh.
   perf(perf_json(good_rows()));

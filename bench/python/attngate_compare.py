@@ -405,7 +405,7 @@ def run(args):
         print(f"attngate_compare: wrote {args.md}")
     if args.json:
         with open(args.json, "w") as f:
-            json.dump({"schema": "attngate.comparison/1", "meta": meta, "comparison": j, "agreement": agree}, f,
+            json.dump({"schema": "attngate.baseline_table/1", "meta": meta, "comparison": j, "agreement": agree}, f,
                       indent=1, default=str)
         print(f"attngate_compare: wrote {args.json}")
     if args.png:

@@ -3,10 +3,12 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <fstream>
 
 #include <nlohmann/json.hpp>
 
 #include "attngate/bench/compare.hpp"
+#include "attngate/verify/schema_check.hpp"
 
 namespace attngate::bench {
 namespace {
@@ -102,6 +104,10 @@ TEST(Compare, JsonHasWhatTheGateReads) {
   const SuiteSpeedup sp = suite_speedup(r);
   const json j = json::parse(to_json(r, sp));
 
+  // The document follows its schema, which the gate report and the Python tools check it against.
+  std::ifstream schema_file(ATTNGATE_COMPARISON_SCHEMA);
+  ASSERT_TRUE(schema_file) << ATTNGATE_COMPARISON_SCHEMA;
+  EXPECT_EQ(verify::schema_problems(json::parse(schema_file), j), std::vector<std::string>{});
   EXPECT_EQ(j["schema"], kComparisonSchema);
   EXPECT_EQ(j["driver_version"], "580.159.04");
   EXPECT_EQ(j["cuda_driver_version"], "13.0");

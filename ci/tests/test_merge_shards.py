@@ -8,11 +8,18 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 import merge_shards as ms  # noqa: E402
 
 
+def timing(name, ms):
+    return {"name": name, "event_ms": ms, "kernel_ms": ms * 0.99, "wall_ms": ms + 0.6}
+
+
 def shard(path, i, n, rows):
     with open(path, "w") as f:
-        json.dump({"kernel": "candidate", "base": "initial", "suite": "full", "device": "gpu", "wall_s": 3.0 + i,
-                   "shard": {"index": i, "of": n}, "failed": [],
-                   "scenarios": [{"id": s, "speedup": v, "speedup_ci95": [v * 0.99, v * 1.01]} for s, v in rows]}, f)
+        json.dump({"schema": "attngate.comparison/1", "kernel": "candidate", "base": "initial", "suite": "full",
+                   "device": "gpu", "device_sm": 90, "geomean_speedup": 1.0, "geomean_ci95": [0.99, 1.01],
+                   "wall_s": 3.0 + i, "shard": {"index": i, "of": n}, "failed": [],
+                   "scenarios": [{"id": s, "flops": 1e12, "speedup": v, "speedup_ci95": [v * 0.99, v * 1.01],
+                                  "kernel_timing": timing("candidate", 1.0 / v), "base_timing": timing("initial", 1.0)}
+                                 for s, v in rows]}, f)
 
 
 class MergeBench(unittest.TestCase):
@@ -35,6 +42,20 @@ class MergeBench(unittest.TestCase):
             _, problems = ms.merge_bench([a, b])
             self.assertTrue(any("s1" in p for p in problems))
             self.assertTrue(any("split into 3" in p for p in problems))
+
+    def test_a_file_that_is_not_a_comparison_is_refused(self):
+        with tempfile.TemporaryDirectory() as d:
+            a = os.path.join(d, "a.json")
+            shard(a, 0, 1, [("s1", 1.0)])
+            with open(a) as f:
+                doc = json.load(f)
+            del doc["scenarios"][0]["kernel_timing"]
+            with open(a, "w") as f:
+                json.dump(doc, f)
+            with self.assertRaises(SystemExit) as e:
+                ms.merge_bench([a])
+            self.assertIn("not an attngate.comparison/1 document", str(e.exception))
+            self.assertIn("kernel_timing", str(e.exception))
 
 
 def verify_result(test, status):
