@@ -74,7 +74,16 @@ SupervisorConfig supervisor_config(const Context& ctx) {
   SupervisorConfig cfg;
   fs::path shipped = ctx.hooks_dir / "supervisor.yaml";
   if (fs::exists(shipped)) apply_supervisor_file(cfg, shipped);
-  if (ctx.supervisor_file) apply_supervisor_file(cfg, *ctx.supervisor_file);
+  if (!ctx.supervisor_file) return cfg;
+  // The agent's own file may make the supervisor stricter, never laxer where the commit path and
+  // the escalation depend on it: a gain needs no confirmation only below the shipped factor, and
+  // a restart or a human is suggested no later than the shipped counts say.
+  const SupervisorConfig base = cfg;
+  apply_supervisor_file(cfg, *ctx.supervisor_file);
+  cfg.suspicious.step_speedup = std::min(cfg.suspicious.step_speedup, base.suspicious.step_speedup);
+  cfg.suspicious.peak_percent = std::min(cfg.suspicious.peak_percent, base.suspicious.peak_percent);
+  cfg.redirect.restart_after = std::min(cfg.redirect.restart_after, base.redirect.restart_after);
+  cfg.redirect.human_after = std::min(cfg.redirect.human_after, base.redirect.human_after);
   return cfg;
 }
 
@@ -419,6 +428,12 @@ int cmd_record(const Context& ctx, const fs::path& report_path, const std::strin
   GateReport report;
   try {
     report = load_report(report_path);
+    // A dry run's report simulates a measurement: recording it here would make it look like one.
+    std::ifstream f(report_path);
+    const json raw = json::parse(f, nullptr, /*allow_exceptions=*/false);
+    if (raw.is_object() && raw.value("dry_run", false))
+      throw std::runtime_error(report_path.string() + " is a dry run's report (nothing was measured); "
+                               "a dry run records itself: attngate gate --dry-run");
   } catch (const std::exception& e) {
     *ctx.err << "attngate record: " << e.what() << "\n";
     return kExitError;
@@ -458,10 +473,26 @@ std::string provenance_string(const GateReport& report, const char* key) {
   return it != report.provenance.end() && it->is_string() ? it->get<std::string>() : std::string{};
 }
 
+// The source folder a build folder was configured from (CMakeCache.txt's CMAKE_HOME_DIRECTORY).
+std::optional<fs::path> configured_source(const fs::path& build) {
+  std::ifstream cache(build / "CMakeCache.txt");
+  const std::string key = "CMAKE_HOME_DIRECTORY:INTERNAL=";
+  for (std::string line; std::getline(cache, line);)
+    if (line.rfind(key, 0) == 0) return fs::path(line.substr(key.size()));
+  return std::nullopt;
+}
+
 // Why this machine or build folder cannot run the gate at all; empty when it can.
-std::string environment_problem(const fs::path& build) {
+std::string environment_problem(const Context& ctx, const fs::path& build) {
   if (!fs::exists(build / "CMakeCache.txt"))
     return "no configured build at " + build.string() + " (configure it first: cmake --preset gpu)";
+  // Only a build of this repository runs this repository's gate: another project's `gate` tests
+  // could write any report (a red-team review did so with a ten-line stand-in project).
+  std::error_code ec;
+  const auto source = configured_source(build);
+  if (!source || !fs::equivalent(*source, ctx.repo, ec))
+    return build.string() + " is not a build of " + ctx.repo.string() + " (its CMAKE_HOME_DIRECTORY is " +
+           (source ? source->string() : std::string("missing")) + ")";
   for (const char* tool : {"cmake", "ctest"})
     if (!on_path(tool)) return std::string(tool) + " not found on PATH";
   return {};
@@ -766,7 +797,7 @@ struct GateOutcome {
 // One gate run, holding the build folder's lock from before the hash to the lineage append.
 GateOutcome gate_and_record(const Context& ctx, const GateOptions& o, EvaluationInput in) {
   const fs::path build = build_dir_of(ctx, o);
-  if (auto why = environment_problem(build); !why.empty()) return {std::nullopt, why};
+  if (auto why = environment_problem(ctx, build); !why.empty()) return {std::nullopt, why};
   fs::create_directories(build / "gate");
   const fs::path lock_file = build / "gate" / ".lock";
   std::string holder;

@@ -120,6 +120,7 @@ Evaluation dry_run_evaluate(const Context& dry, const Context& ctx, const GateOp
     *dry.err << "attngate: warning: cannot hash the candidate folder: " << e.what() << "\n";
   }
   json report = dry_run_report(load_dry_run_suite(ctx, o), parse_dry_run_plan(in.candidate_source.value_or("")));
+  report["dry_run"] = true;  // `attngate record` refuses a report that says so
   report["provenance"] = {{"gpu", "none (dry run)"},
                           {"candidate", ctx.candidate.string()},
                           {"candidate_sha256", in.candidate_source ? sha256_hex(*in.candidate_source) : ""},
@@ -214,6 +215,12 @@ int cmd_gate_dry_run(const Context& ctx, const GateOptions& o) {
   std::ostringstream out, err;
   Context dry = ctx;
   dry.lineage = dry_run_lineage(ctx.lineage);
+  // The dry-run lineage must not be the real one under another name (a symlink, a hard link).
+  if (std::error_code ec; fs::exists(dry.lineage) && fs::exists(ctx.lineage) && fs::equivalent(dry.lineage, ctx.lineage, ec)) {
+    *ctx.err << prefixed("attngate gate --dry-run: " + dry.lineage.string() + " is the real lineage " +
+                         ctx.lineage.string() + " (a link): a dry run never writes there\n");
+    return kExitError;
+  }
   dry.out = &out;
   dry.err = &err;
   std::optional<Evaluation> e;

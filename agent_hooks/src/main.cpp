@@ -29,6 +29,22 @@ std::optional<std::vector<std::string>> split_words(const std::string& text) {
   return out;
 }
 
+// A note is one line of text: it is printed in verdicts, digests and history, and stored as JSON,
+// so a newline, a control character (a terminal escape) or bytes that are not UTF-8 are refused.
+std::string note_problem(const std::string& note) {
+  if (note.size() > 500) return "longer than 500 bytes";
+  for (size_t i = 0; i < note.size();) {
+    const auto c = static_cast<unsigned char>(note[i]);
+    if (c < 0x20 || c == 0x7F) return "a control character (a newline, a tab, an escape) at byte " + std::to_string(i);
+    const int len = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xE ? 3 : (c >> 3) == 0x1E ? 4 : 0;
+    if (len == 0 || i + len > note.size()) return "not UTF-8 at byte " + std::to_string(i);
+    for (int k = 1; k < len; ++k)
+      if ((static_cast<unsigned char>(note[i + k]) >> 6) != 0x2) return "not UTF-8 at byte " + std::to_string(i);
+    i += len;
+  }
+  return {};
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -162,6 +178,10 @@ int main(int argc, char** argv) {
     go.quiet = quiet;
     go.json = as_json;
     go.dry_run = dry_run;
+    if (auto why = note_problem(note); !why.empty()) {
+      std::cerr << "attngate: --note must be one line of at most 500 bytes of UTF-8 text: " << why << "\n";
+      return kExitError;
+    }
     go.note = note;
     auto words = split_words(ctest_args);
     if (!words) {

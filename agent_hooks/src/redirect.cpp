@@ -70,6 +70,7 @@ std::string groups_moved(const Record& prev, const Record& cur, const Supervisor
 int stalls_in_a_row(const std::vector<Record>& earlier) {
   int n = 1;
   for (auto it = earlier.rbegin(); it != earlier.rend(); ++it) {
+    if (it->source == "record") continue;  // a hand-recorded report neither extends nor breaks the streak
     if (std::find(it->triggers.begin(), it->triggers.end(), "stall") == it->triggers.end()) break;
     ++n;
   }

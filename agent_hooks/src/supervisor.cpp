@@ -97,6 +97,9 @@ void apply_supervisor_file(SupervisorConfig& c, const std::filesystem::path& fil
 
 bool is_scored(const Record& r) {
   if (!r.is_evaluation() || !r.geomean.speedup || !std::isfinite(*r.geomean.speedup)) return false;
+  // A report recorded by hand (`attngate record`) was not measured by this gate: it may not set the
+  // best, an elite or the bar the stall and regression signals measure against.
+  if (r.source == "record") return false;
   for (const auto& reason : r.reasons)
     if (invalidates_measurement(reason.code)) return false;
   for (const auto& s : r.scenarios)

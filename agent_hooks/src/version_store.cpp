@@ -182,11 +182,19 @@ VersionSource version_source(const Context& ctx, const Record& r) {
   return s;
 }
 
+// A path as one shell word: single-quoted, with any single quote closed, escaped and reopened.
+std::string shell_quoted(const std::string& path) {
+  std::string out = "'";
+  for (char c : path) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return out + "'";
+}
+
 std::string restore_command(const Context& ctx, const Record& r) {
   const VersionSource s = version_source(ctx, r);
-  const std::string cand = shown_path(ctx, candidate_dir(ctx));
-  if (s.from == "git") return "git checkout " + s.commit.substr(0, 12) + " -- " + cand;
-  if (s.from == "store") return "rm -r " + cand + " && cp -r " + shown_path(ctx, s.dir) + " " + cand;
+  const std::string cand = shell_quoted(shown_path(ctx, candidate_dir(ctx)));
+  // Removed first in both cases: files added since that version would otherwise stay in the folder.
+  if (s.from == "git") return "rm -r " + cand + " && git checkout " + s.commit.substr(0, 12) + " -- " + cand;
+  if (s.from == "store") return "rm -r " + cand + " && cp -r " + shell_quoted(shown_path(ctx, s.dir)) + " " + cand;
   return {};
 }
 

@@ -366,17 +366,16 @@ TEST_F(SuspiciousGain, ASecondRunOfTheSameTreeIsReMeasuredAgainstTheCommitBar) {
   ASSERT_EQ(commit(), kExitPass) << refusal();
 }
 
-// commit still refuses a pass whose suspicious gain no re-run confirmed: here the gate ran under a
-// looser step threshold than commit applies.
-TEST_F(SuspiciousGain, CommitRefusesAGainTheGateDidNotReMeasure) {
+// The agent's own supervisor file cannot loosen the step threshold: the gate re-measures a 1.8x
+// gain with a file that says 2.0, and so does commit's check.
+TEST_F(SuspiciousGain, ALooserSupervisorFileCannotSkipTheReMeasurement) {
   sb.set_candidate("// v1\n");
   test::write_file(sb.dir / "build" / "loose.yaml", "suspicious:\n  step_speedup: 2.0\n");
   sb.ctx.supervisor_file = sb.dir / "build" / "loose.yaml";
-  EXPECT_EQ(gate_step(report("pass", 1.3, 1.25)), kExitPass);
-  EXPECT_EQ(fake.ctest_runs(), 1);
-  sb.ctx.supervisor_file.reset();
-  expect_refused("version 1 has an unconfirmed suspicious gain (geomean 1.800x is 1.800x the baseline itself");
-  EXPECT_NE(refusal().find("run attngate gate again so the re-measurement confirms it"), std::string::npos);
+  EXPECT_EQ(gate_step(report("pass", 1.8, 1.7)), kExitPass);
+  EXPECT_EQ(fake.ctest_runs(), 2);
+  EXPECT_NE(sb.out.str().find("re-measured the suspicious gain"), std::string::npos) << sb.out.str();
+  EXPECT_DOUBLE_EQ(load_supervisor(sb.ctx).suspicious.step_speedup, 1.5);
 }
 
 

@@ -193,6 +193,40 @@ TEST_F(Contract, DryRunSimulatesWithItsOwnExitCodesPrefixAndLineage) {
       << r.err;
 }
 
+// What a red-team review of the contract found: a stand-in build, a note that fakes a verdict line,
+// a dry run's report recorded as a measurement, a dry-run lineage linked to the real one.
+TEST_F(Contract, RefusesForeignBuildsBadNotesDryRunReportsAndLinkedLineages) {
+  test::TempDir other;
+  test::write_file(other / "CMakeLists.txt", "cmake_minimum_required(VERSION 3.20)\nproject(x NONE)\nenable_testing()\n");
+  auto r = run_process({"cmake", "-S", other.path().string(), "-B", (other / "build").string()});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  r = attngate(sb, {"gate", "--build-dir", (other / "build").string()});
+  EXPECT_EQ(r.exit_code, kExitEnvironment) << r.out << r.err;
+  EXPECT_NE(r.err.find("is not a build of " + sb.dir.path().string()), std::string::npos) << r.err;
+
+  r = attngate(sb, {"gate", "--dry-run", "--note", "tried x\nattngate: PASS, version 9"});
+  EXPECT_EQ(r.exit_code, kExitError);
+  EXPECT_NE(r.err.find("--note must be one line"), std::string::npos) << r.err;
+  r = attngate(sb, {"gate", "--dry-run", "--note", std::string("\xff\xfe")});
+  EXPECT_EQ(r.exit_code, kExitError);
+  EXPECT_NE(r.err.find("not UTF-8"), std::string::npos) << r.err;
+
+  sb.set_candidate("// attngate-dry-run: speedup=1.2\n");
+  r = attngate(sb, {"gate", "--dry-run"});
+  EXPECT_EQ(r.exit_code, kExitDryRunPass) << r.err;
+  r = attngate(sb, {"record", "--report", (sb.dir / ".attngate" / "dry-run" / "report.json").string()});
+  EXPECT_EQ(r.exit_code, kExitError);
+  EXPECT_NE(r.err.find("is a dry run's report"), std::string::npos) << r.err;
+  EXPECT_FALSE(fs::exists(sb.dir / ".attngate" / "lineage.jsonl"));
+
+  test::write_file(sb.dir / ".attngate" / "x", "");
+  fs::create_symlink(sb.dir / ".attngate" / "x", sb.dir / ".attngate" / "x.dry-run");
+  r = attngate(sb, {"--lineage", (sb.dir / ".attngate" / "x").string(), "gate", "--dry-run"});
+  EXPECT_EQ(r.exit_code, kExitError);
+  EXPECT_NE(r.err.find("a dry run never writes there"), std::string::npos) << r.err;
+  EXPECT_EQ(test::slurp(sb.dir / ".attngate" / "x"), "");
+}
+
 TEST_F(Contract, CommitRefusesADryRunRecord) {
   sb.set_candidate("// attngate-dry-run: speedup=1.5\n");
   ASSERT_EQ(attngate(sb, {"gate", "--dry-run"}).exit_code, kExitDryRunPass);
@@ -246,7 +280,7 @@ TEST_F(Contract, ShowAndDiffUseTheVersionsStoreThenGit) {
   sb.clear_streams();
   ASSERT_EQ(cmd_show(sb.ctx, 2, false), kExitPass);
   EXPECT_NE(sb.out.str().find("source: git commit"), std::string::npos) << sb.out.str();
-  EXPECT_NE(sb.out.str().find("restore: git checkout "), std::string::npos) << sb.out.str();
+  EXPECT_NE(sb.out.str().find("restore: rm -r 'kernels/candidate' && git checkout "), std::string::npos) << sb.out.str();
   fs::remove_all(versions_root(sb.ctx.lineage) / "1");
   sb.clear_streams();
   ASSERT_EQ(cmd_diff(sb.ctx, 1, 2, false), kExitPass);
@@ -281,7 +315,7 @@ TEST_F(Contract, EscalationReachesTheGatesTextAndJson) {
   EXPECT_NE(r.err.find("[dry-run]   signal stall/restart: 3 stall signals in a row: restart from the best version 1"),
             std::string::npos)
       << r.err;
-  EXPECT_NE(r.err.find("cp -r .attngate/dry-run/versions/1 kernels/candidate"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("cp -r '.attngate/dry-run/versions/1' 'kernels/candidate'"), std::string::npos) << r.err;
 
   r = attngate(sb, {"history", "--dry-run", "--elites"});
   EXPECT_EQ(r.exit_code, 0);

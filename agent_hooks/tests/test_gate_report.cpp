@@ -707,8 +707,8 @@ TEST_F(ReportCmd, GateRunsTheReportAndPassesTheTarget) {
   test::write_file(fake / "CMakeLists.txt",
                    "cmake_minimum_required(VERSION 3.20)\nproject(fake_gate NONE)\nenable_testing()\n"
                    "add_test(NAME gate.setup COMMAND " + report_cmd + " --prepare)\n"
-                   "add_test(NAME gate.outcomes COMMAND ${CMAKE_COMMAND} -DSRC=${CMAKE_SOURCE_DIR}/outcomes "
-                   "-DDST=${CMAKE_BINARY_DIR} -P ${CMAKE_SOURCE_DIR}/write.cmake)\n"
+                   "add_test(NAME gate.outcomes COMMAND ${CMAKE_COMMAND} -DSRC=${CMAKE_CURRENT_SOURCE_DIR}/outcomes "
+                   "-DDST=${CMAKE_BINARY_DIR} -P ${CMAKE_CURRENT_SOURCE_DIR}/write.cmake)\n"
                    "add_test(NAME gate.report COMMAND " + report_cmd + ")\n"
                    "set_tests_properties(gate.setup PROPERTIES LABELS gate)\n"
                    "set_tests_properties(gate.outcomes PROPERTIES LABELS gate DEPENDS gate.setup)\n"
@@ -723,7 +723,15 @@ TEST_F(ReportCmd, GateRunsTheReportAndPassesTheTarget) {
   for (const auto& id : kIds)
     test::write_file(fake / "outcomes" / "verify" / "results" / ("verify.candidate." + id + ".json"), passed.dump());
   test::write_file(fake / "outcomes" / "gate" / "performance.json", perf_json(good_rows()).dump());
-  auto r = run_process({"cmake", "-S", fake.string(), "-B", build.string()});
+  // attngate gate runs only a build of the repository it judges: the sandbox's root includes the
+  // fake (git ignores that file).
+  test::write_file(sb.dir / "CMakeLists.txt", "cmake_minimum_required(VERSION 3.20)\nproject(fake_root NONE)\n"
+                                              "enable_testing()\nadd_subdirectory(fake)\n");
+  {
+    std::ofstream exclude(sb.dir / ".git" / "info" / "exclude", std::ios::app);
+    exclude << "/CMakeLists.txt\n/fake/\n";
+  }
+  auto r = run_process({"cmake", "-S", sb.dir.path().string(), "-B", build.string()});
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
 
   auto gate_run = [&](std::vector<std::string> extra) {

@@ -150,7 +150,15 @@ FakeGate::FakeGate(const Sandbox& sb) : build(sb.dir / "build" / "gpu") {
              "else()\n"
              "  message(FATAL_ERROR \"no device\")\n"
              "endif()\n");
-  auto r = run_process({"cmake", "-S", p, "-B", build.string()});
+  // attngate gate runs only a build of the repository it judges (CMAKE_HOME_DIRECTORY): the sandbox's
+  // root includes the fake project, and git ignores that file.
+  write_file(sb.dir / "CMakeLists.txt", "cmake_minimum_required(VERSION 3.20)\nproject(fake_root NONE)\n"
+                                        "enable_testing()\nadd_subdirectory(" + p + " fake)\n");
+  {
+    std::ofstream exclude(sb.dir / ".git" / "info" / "exclude", std::ios::app);
+    exclude << "/CMakeLists.txt\n";
+  }
+  auto r = run_process({"cmake", "-S", sb.dir.path().string(), "-B", build.string()});
   EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
 }
 
