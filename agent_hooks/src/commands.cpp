@@ -1336,6 +1336,15 @@ int cmd_stop_hook(const Context& ctx, const std::string& hook_input, const GateO
       *ctx.out << g.remeasured << format_verdict(ctx, e);
       return kExitPass;
     }
+    // The supervisor asks for a human (stalls in a row): the agent stops and hands over, the gate
+    // still failing; refusing the stop would keep it going where a person should decide.
+    for (const auto& sig : e.record.signals)
+      if (sig.trigger == "human") {
+        err << "attngate stop hook: the supervisor asks for a human (" << sig.detail
+            << "); letting the agent stop (the gate still fails)\n"
+            << format_verdict(ctx, e);
+        return kExitPass;
+      }
     fs::path build = build_dir_of(ctx, o);
     err << "The attngate gate does not pass yet, so the work is not done.\n"
         << g.remeasured << format_verdict(ctx, e)

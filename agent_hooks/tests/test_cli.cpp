@@ -224,6 +224,21 @@ TEST_F(FakeGate, ASecondGateOnTheSameBuildFolderExitsThreeOnTheLock) {
   EXPECT_EQ(attngate(sb, {"gate", "--quiet"}).exit_code, 0);
 }
 
+// When the supervisor asks for a human, the stop hook lets the agent stop (the gate still failing).
+TEST_F(FakeGate, StopHookLetsTheAgentStopWhenTheSupervisorAsksForAHuman) {
+  const fs::path sup = sb.dir / "build" / "sup.yaml";
+  test::write_file(sup, "stall:\n  evaluations: 1\nredirect:\n  restart_after: 1\n  human_after: 1\n");
+  next_report(test::report_json("pass", 1.2, 1.19, 1.21));
+  auto r = attngate(sb, {"--supervisor", sup.string(), "gate", "--build-dir", build.string()});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  next_report(test::report_json("fail", 0.95, 0.94, 0.96, {{"gate_a"}}, {"GEOMEAN_BELOW_TARGET"}));
+  sb.set_candidate("// another try\n");
+  r = attngate(sb, {"--supervisor", sup.string(), "stop-hook", "--build-dir", build.string()},
+               R"({"session_id": "s1", "hook_event_name": "Stop", "stop_hook_active": false})");
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.err.find("the supervisor asks for a human"), std::string::npos) << r.err;
+}
+
 TEST_F(FakeGate, StopHookRefusesWithADoneQuestionUntilTheGatePasses) {
   const std::string input = R"({"session_id": "s1", "hook_event_name": "Stop", "stop_hook_active": false})";
   const std::string again = R"({"session_id": "s1", "hook_event_name": "Stop", "stop_hook_active": true})";
