@@ -86,7 +86,8 @@ std::string source_name(const Context& ctx, const VersionSource& s) {
 
 fs::path versions_root(const fs::path& lineage) {
   const fs::path root = lineage.parent_path() / "versions";
-  return lineage.filename() == "lineage.jsonl" ? root : root / lineage.filename();
+  // Another lineage file gets its own subfolder, named so that it cannot be a version's ("3.d", not "3").
+  return lineage.filename() == "lineage.jsonl" ? root : root / (lineage.filename().string() + ".d");
 }
 
 fs::path version_dir(const fs::path& lineage, int version) { return versions_root(lineage) / std::to_string(version); }
