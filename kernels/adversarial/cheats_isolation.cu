@@ -247,6 +247,27 @@ cudaError_t launch_atomic_order(const AttnParams& p, cudaStream_t s) {
   return cudaGetLastError();
 }
 
+// ---- A wrong second call (aimed at verification judging both calls) -----------------------------
+// Correct on the first call with a given output pointer, then finite but wrong: O scaled by 1.5. A
+// second call that was only compared with the first passed as "nondeterministic" wherever the
+// nondeterminism policy allowed that; both calls are judged against the truth now.
+__global__ void scale_o_kernel(__nv_bfloat16* o, int64_t n) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x)
+    o[i] = __float2bfloat16(1.5f * __bfloat162float(o[i]));
+}
+cudaError_t launch_wrong_after_first_call(const AttnParams& p, cudaStream_t s) {
+  static std::mutex mu;
+  static std::map<void*, int> calls;
+  int n = 0;
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    n = ++calls[p.o];
+  }
+  if (const cudaError_t e = launch_honest(p, s); e != cudaSuccess || n == 1) return e;
+  scale_o_kernel<<<blocks(q_elems(p)), 256, 0, s>>>(static_cast<__nv_bfloat16*>(p.o), q_elems(p));
+  return cudaGetLastError();
+}
+
 // Registered from one table: name, what it does, launch function.
 struct IsolationCheat {
   const char* name;
@@ -280,6 +301,8 @@ const IsolationCheat kIsolationCheats[] = {
      "clears O with cudaMemsetAsync inside the call", launch_memset_in_call},
     {"cheat_atomic_order",
      "float atomics in an order that varies between calls", launch_atomic_order},
+    {"cheat_wrong_after_first_call",
+     "correct on the first call with an output pointer, then O scaled by 1.5", launch_wrong_after_first_call},
 };
 const bool g_registered = [] {
   for (const IsolationCheat& c : kIsolationCheats)
