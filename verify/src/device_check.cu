@@ -239,9 +239,10 @@ void take_snapshot(const Problem& p, DeviceSnapshot& s, cudaStream_t st) {
   ATTNGATE_CUDA_CHECK(cudaMemcpyAsync(s.lse.get(), p.lse.data(), p.lse.bytes(), cudaMemcpyDeviceToDevice, st));
 }
 
-DeviceErrors snapshot_errors(const Problem& p, const DeviceSnapshot& s, const DeviceTruth& t, cudaStream_t st) {
+DeviceErrors snapshot_errors(const Problem& p, const DeviceSnapshot& s, const DeviceTruth& t, cudaStream_t st,
+                             bool locate) {
   return errors_of(p.scenario.dtype, s.o.get(), static_cast<const float*>(s.lse.get()), p.q_elems(), p.lse_elems(),
-                   t, st, /*locate=*/true);
+                   t, st, locate);
 }
 
 namespace {

@@ -36,9 +36,10 @@ DeviceSnapshot make_snapshot(const Problem& p);
 // Copies the problem's current outputs into `s` (ordered on `st`, no synchronization).
 void take_snapshot(const Problem& p, DeviceSnapshot& s, cudaStream_t st);
 
-// ErrorStats of a snapshot against `t`, worst element located (index, got, want), as
-// verify::compare computes them on the host. Synchronizes `st`.
-DeviceErrors snapshot_errors(const Problem& p, const DeviceSnapshot& s, const DeviceTruth& t, cudaStream_t st);
+// ErrorStats of a snapshot against `t`, as verify::compare computes them on the host; with
+// `locate`, the worst element too (index, got, want: one more pass). Synchronizes `st`.
+DeviceErrors snapshot_errors(const Problem& p, const DeviceSnapshot& s, const DeviceTruth& t, cudaStream_t st,
+                             bool locate = true);
 
 // Elements whose bits differ between a snapshot and the problem's current outputs, and how many of
 // the differing O elements hold the NaN poison now. Synchronizes `st`.
