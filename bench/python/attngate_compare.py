@@ -322,7 +322,7 @@ def build_meta(ctx, base_doc, kernels_doc, candidate, peak):
     versions = {}
     if base_doc:
         v = base_doc.get("versions", {})
-        for k in ("torch", "cuda", "cudnn", "triton", "flash-attn-4", "flash_attn_3", "flash-attn-3",
+        for k in ("torch", "cuda", "cudnn", "triton", "fa3-fwd", "flash-attn-4", "flash_attn_3", "flash-attn-3",
                   "nvidia-cutlass-dsl", "quack-kernels", "cuda-bindings"):
             if v.get(k):
                 versions[{"cudnn": "PyTorch's cuDNN", "cuda": "PyTorch CUDA"}.get(k, k)] = v[k]
@@ -367,12 +367,16 @@ def run(args):
             if s not in order:
                 order.append(s)
     base_doc = None
+    timed = set(order)
     for path in args.baselines or []:
         e, base_doc = read_baselines(path)
         for key, v in e.items():
-            entries.setdefault(key, v)
+            # With --bench, the table is of the scenarios attngate timed: a baselines file that
+            # covers several suites adds no rows without a candidate.
+            if not timed or key[1] in timed:
+                entries.setdefault(key, v)
         for (_, s) in e:
-            if s not in order:
+            if s not in order and (not timed or s in timed):
                 order.append(s)
     if not entries:
         raise SystemExit("attngate_compare: nothing to compare (give --bench and/or --baselines)")
