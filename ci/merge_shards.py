@@ -3,8 +3,9 @@
 
   ci/merge_shards.py --bench shard0.json shard1.json ... --out merged.json
       comparison JSONs of `attngate_bench --compare=K,B --shard=i/N --compare_out=...`, each
-      checked against bench/schema/comparison.schema.json; each scenario must appear in exactly one shard; the suite geomean and its 95% interval are
-      recomputed from the per-scenario speedups and intervals (regression_judge.geomean_with_ci)
+      checked against bench/schema/comparison.schema.json, then merged by `attngate_stats merge`
+      (bench/tools): each scenario must appear in exactly one shard; the suite geomean and its 95%
+      interval come from the per-scenario speedups and intervals
   ci/merge_shards.py --verify DIR0 DIR1 ... --expect N --out summary.json
       per-test JSON results (`<build>/verify/results`) of `ctest -L verify` shards; each test must
       appear once and, with --expect, N tests in all; each result is checked against the required
@@ -18,10 +19,11 @@ import json
 import os
 import sys
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import regression_judge as rj  # noqa: E402
-
 _ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(_ROOT, "bench", "python"))
+from schema_check import check_schema  # noqa: E402
+from stats_tool import run_stats  # noqa: E402
+
 VERIFY_RESULT_SCHEMA = os.path.join(_ROOT, "verify", "schema", "verify_result.schema.json")
 COMPARISON_SCHEMA = os.path.join(_ROOT, "bench", "schema", "comparison.schema.json")
 
@@ -36,80 +38,15 @@ def load_comparison(path):
     if errs:
         raise SystemExit(f"{path}: not an attngate.comparison/1 document: " + "; ".join(errs[:3]))
     return doc
-_JSON_TYPES = {"object": dict, "array": list, "string": str, "boolean": bool, "null": type(None),
-               "integer": int, "number": (int, float)}
-
-
-def _is_type(value, name):
-    if name in ("integer", "number") and isinstance(value, bool):
-        return False
-    return isinstance(value, _JSON_TYPES[name])
-
-
-def check_schema(doc, schema, root=None, where="$"):
-    """Problems with `doc` against the JSON Schema subset the verify result schema uses (required,
-    type, const, enum, minimum, properties, items, oneOf, local $ref); empty when it follows it."""
-    root = schema if root is None else root
-    if "$ref" in schema:
-        return check_schema(doc, root["$defs"][schema["$ref"].rsplit("/", 1)[-1]], root, where)
-    errs = []
-    if "oneOf" in schema and sum(not check_schema(doc, alt, root, where) for alt in schema["oneOf"]) != 1:
-        errs.append(f"{where}: matches none or several of {len(schema['oneOf'])} alternatives")
-    if "type" in schema:
-        types = schema["type"] if isinstance(schema["type"], list) else [schema["type"]]
-        if not any(_is_type(doc, t) for t in types):
-            return errs + [f"{where}: {doc!r} is not of type {'/'.join(types)}"]
-    if "const" in schema and doc != schema["const"]:
-        errs.append(f"{where}: {doc!r}, expected {schema['const']!r}")
-    if "minimum" in schema and _is_type(doc, "number") and doc < schema["minimum"]:
-        errs.append(f"{where}: {doc!r} is below {schema['minimum']}")
-    if "enum" in schema and doc not in schema["enum"]:
-        errs.append(f"{where}: {doc!r} is not one of {schema['enum']}")
-    if isinstance(doc, dict):
-        errs += [f"{where}: '{k}' missing" for k in schema.get("required", []) if k not in doc]
-        for k, sub in schema.get("properties", {}).items():
-            if k in doc:
-                errs += check_schema(doc[k], sub, root, f"{where}.{k}")
-    if isinstance(doc, list) and "items" in schema:
-        for i, item in enumerate(doc):
-            errs += check_schema(item, schema["items"], root, f"{where}[{i}]")
-    return errs
 
 
 def merge_bench(files):
-    merged, seen, problems = None, {}, []
+    """The merged comparison (attngate_stats merge) and its problems; every shard is checked against
+    the schema first."""
     for path in files:
-        d = load_comparison(path)
-        if merged is None:
-            merged = {k: v for k, v in d.items() if k not in ("scenarios", "failed", "shard")}
-            merged["scenarios"], merged["failed"], merged["shards"] = [], [], []
-        elif (d["kernel"], d["base"], d["suite"]) != (merged["kernel"], merged["base"], merged["suite"]):
-            problems.append(f"{path}: measures {d['kernel']} vs {d['base']} on {d['suite']}, not "
-                            f"{merged['kernel']} vs {merged['base']} on {merged['suite']}")
-            continue
-        merged["shards"].append({"file": path, "shard": d.get("shard"), "device": d.get("device"),
-                                 "wall_s": d.get("wall_s")})
-        merged["failed"] += d.get("failed", [])
-        for s in d["scenarios"]:
-            if s["id"] in seen:
-                problems.append(f"scenario {s['id']} in both {seen[s['id']]} and {path}")
-                continue
-            seen[s["id"]] = path
-            merged["scenarios"].append(s)
-    if merged is None:
-        raise SystemExit("merge_shards: no input")
-    expected = {sh.get("shard", {}).get("of") for sh in merged["shards"] if sh.get("shard")}
-    if len(expected) == 1 and (n := expected.pop()) and n != len(merged["shards"]):
-        problems.append(f"{len(merged['shards'])} shard files for a split into {n}")
-    merged["scenarios"].sort(key=lambda s: s["id"])
-    rows = [(s["speedup"], *s["speedup_ci95"]) for s in merged["scenarios"]]
-    g, lo, hi = rj.geomean_with_ci(rows)
-    merged["geomean_speedup"], merged["geomean_ci95"] = g, [lo, hi]
-    merged["geomean_method"] = "merged shards: normal approximation in log space from per-scenario intervals"
-    merged["wall_s"] = max((sh["wall_s"] or 0) for sh in merged["shards"])
-    if merged["failed"]:
-        problems.append(f"{len(merged['failed'])} benchmarks failed")
-    return merged, problems
+        load_comparison(path)
+    merged = run_stats(["merge", *files])
+    return merged, merged.get("problems", [])
 
 
 def merge_verify(dirs, expect):
@@ -149,14 +86,16 @@ def main():
     if bool(a.bench) == bool(a.verify):
         ap.error("give exactly one of --bench or --verify")
     merged, problems = merge_bench(a.bench) if a.bench else merge_verify(a.verify, a.expect)
-    merged["problems"] = problems
+    if not a.bench:
+        merged["problems"] = problems
     with open(a.out, "w") as f:
         json.dump(merged, f, indent=1)
     for p in problems:
         print("merge_shards:", p, file=sys.stderr)
     if a.bench:
+        g, ci = merged["geomean_speedup"], merged["geomean_ci95"]
         print(f"merge_shards: {len(merged['scenarios'])} scenarios from {len(a.bench)} shards, geomean "
-              f"{merged['geomean_speedup']:.4f} [{merged['geomean_ci95'][0]:.4f}, {merged['geomean_ci95'][1]:.4f}]")
+              + (f"{g:.4f} [{ci[0]:.4f}, {ci[1]:.4f}]" if g is not None else "none (no scenario)"))
     else:
         print(f"merge_shards: {merged['tests']} tests, {merged['counts']}")
     return 1 if problems else 0

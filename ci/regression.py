@@ -16,10 +16,11 @@ import re
 import subprocess
 import sys
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import regression_judge as rj  # noqa: E402
-
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, "bench", "python"))
+from stats_tool import run_stats  # noqa: E402
+
+RECORD_SCHEMA = "attngate.regression_baseline/2"  # kernels: name -> its attngate.comparison/1 document
 
 
 def run(cmd, **kw):
@@ -53,8 +54,15 @@ def bench(args, kernel, out_json, only=None, time_cap=None):
         data = json.load(f)
     if data.get("failed"):
         sys.exit(f"regression: benchmarks failed for {kernel}: {data['failed']}")
-    return {s["id"]: {"speedup": s["speedup"], "ci": s["speedup_ci95"], "kernel_ms": s["kernel_ms"],
-                      "base_ms": s["base_ms"]} for s in data["scenarios"]}
+    return data
+
+
+def judge(reference_doc, run_file, threshold, out_dir, kernel):
+    """attngate_stats judge of a run against the recorded comparison of `kernel`."""
+    ref_file = os.path.join(out_dir, f"recorded_{kernel}.json")
+    with open(ref_file, "w") as f:
+        json.dump(reference_doc, f)
+    return run_stats(["judge", ref_file, run_file, "--threshold", repr(threshold)])
 
 
 def main():
@@ -97,19 +105,20 @@ def main():
     correct = verify.returncode == 0
 
     kernels = [k for k in args.kernels.split(",") if k]
-    current = {k: bench(args, k, os.path.join(args.out, f"bench_{k}.json")) for k in kernels}
+    run_file = {k: os.path.join(args.out, f"bench_{k}.json") for k in kernels}
+    current = {k: bench(args, k, run_file[k]) for k in kernels}
     commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout.strip()
 
     if args.record:
         if not correct:
             sys.exit("regression: not recording: the correctness run failed")
-        doc = {"schema": "attngate.regression_baseline/1", "gpu": name, "driver": driver,
+        doc = {"schema": RECORD_SCHEMA, "gpu": name, "driver": driver,
                "recorded": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
                "commit": commit, "suite": args.suite, "yardstick": args.yardstick, "kernels": current}
         os.makedirs(os.path.dirname(baseline), exist_ok=True)
         with open(baseline, "w") as f:
             json.dump(doc, f, indent=1)
-        print(f"regression: recorded {sum(len(v) for v in current.values())} scenarios to {baseline}")
+        print(f"regression: recorded {sum(len(v['scenarios']) for v in current.values())} scenarios to {baseline}")
         return 0 if correct else 1
 
     try:
@@ -117,6 +126,8 @@ def main():
             ref = json.load(f)
     except OSError as e:
         sys.exit(f"regression: no reference results ({e}); run with --record first")
+    if ref.get("schema") != RECORD_SCHEMA:
+        sys.exit(f"regression: {baseline} is {ref.get('schema')}, not {RECORD_SCHEMA}: record it again with --record")
     if ref.get("yardstick") != args.yardstick or ref.get("suite") != args.suite:
         sys.exit(f"regression: {baseline} was recorded for suite {ref.get('suite')} / yardstick "
                  f"{ref.get('yardstick')}, not {args.suite} / {args.yardstick}")
@@ -125,36 +136,29 @@ def main():
     for k in kernels:
         if k not in ref["kernels"]:
             sys.exit(f"regression: {baseline} has no results for kernel {k}")
-        verdicts = {}
-        for sid, cur in current[k].items():
-            rec = ref["kernels"][k].get(sid)
-            if rec is None:
-                verdicts[sid] = ("NEW", 1.0, 1.0, 1.0)
-                continue
-            verdicts[sid] = rj.judge(cur["speedup"], cur["ci"], rec["speedup"], rec["ci"], args.threshold)
-        ambiguous = [s for s, v in verdicts.items() if v[0] == rj.AMBIGUOUS]
+        c = judge(ref["kernels"][k], run_file[k], args.threshold, args.out, k)
+        verdicts = {r["id"]: r for r in c["rows"]}
+        ambiguous = [sid for sid, r in verdicts.items() if r["verdict"] == "AMBIGUOUS"]
         if ambiguous:
             print(f"regression: re-measuring {len(ambiguous)} ambiguous scenarios of {k}")
-            again = bench(args, k, os.path.join(args.out, f"bench_{k}_remeasured.json"), only=ambiguous,
-                          time_cap=2 * args.time_cap_s)
-            for sid in ambiguous:
-                cur, rec = again[sid], ref["kernels"][k][sid]
-                current[k][sid] = cur
-                verdicts[sid] = rj.judge(cur["speedup"], cur["ci"], rec["speedup"], rec["ci"], args.threshold)
+            again_file = os.path.join(args.out, f"bench_{k}_remeasured.json")
+            bench(args, k, again_file, only=ambiguous, time_cap=2 * args.time_cap_s)
+            again = judge(ref["kernels"][k], again_file, args.threshold, args.out, k)
+            verdicts.update({r["id"]: r for r in again["rows"] if r["id"] in ambiguous})
+        for sid in c["only_in_run"]:
+            rows.append({"kernel": k, "scenario": sid, "verdict": "NEW", "remeasured": False})
         for sid in sorted(verdicts):
-            v, r, lo, hi = verdicts[sid]
-            rows.append({"kernel": k, "scenario": sid, "verdict": v, "ratio": r, "ci": [lo, hi],
-                         "speedup": current[k][sid]["speedup"],
-                         "recorded_speedup": ref["kernels"][k].get(sid, {}).get("speedup"),
+            v = verdicts[sid]
+            rows.append({"kernel": k, "scenario": sid, "verdict": v["verdict"], "ratio": v["ratio"], "ci": v["ci95"],
+                         "speedup": v["run_speedup"], "recorded_speedup": v["ref_speedup"],
                          "remeasured": sid in ambiguous})
-            if rj.confirmed_slowdown(v, r, args.threshold):
-                failures.append(f"{k}/{sid}: {r:.3f}x of the recorded speedup")
-        missing = sorted(set(ref["kernels"][k]) - set(current[k]))
-        if missing:
-            failures.append(f"{k}: recorded scenarios not measured: {', '.join(missing)}")
+            if v["confirmed_slowdown"]:
+                failures.append(f"{k}/{sid}: {v['ratio']:.3f}x of the recorded speedup")
+        if c["only_in_reference"]:
+            failures.append(f"{k}: recorded scenarios not measured: {', '.join(c['only_in_reference'])}")
 
     counts = {v: sum(1 for r in rows if r["verdict"] == v) for v in
-              (rj.SAME, rj.FASTER, rj.SLOWER, rj.AMBIGUOUS, "NEW")}
+              ("SAME", "FASTER", "SLOWER", "AMBIGUOUS", "NEW")}
     ok = correct and not failures
     md = [f"## attngate regression: {'PASS' if ok else 'FAIL'}", "",
           f"{name} (driver {driver}), commit `{commit[:12]}` against the reference recorded "
@@ -163,7 +167,7 @@ def main():
           f"- correctness (`ctest -L {args.verify_label}`): {'passed' if correct else 'FAILED'}",
           "- " + ", ".join(f"{v} {n}" for v, n in counts.items() if n)]
     md += [f"- **{f}**" for f in failures]
-    changed = [r for r in rows if r["verdict"] not in (rj.SAME,)]
+    changed = [r for r in rows if r["verdict"] not in ("SAME", "NEW")]
     if changed:
         md += ["", "| kernel | scenario | verdict | now / recorded | 95% CI |", "| --- | --- | --- | --- | --- |"]
         md += [f"| {r['kernel']} | {r['scenario']} | {r['verdict']}{' (re-measured)' if r['remeasured'] else ''}"

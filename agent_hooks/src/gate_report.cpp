@@ -12,6 +12,7 @@
 #include <set>
 #include <sstream>
 
+#include "attngate/bench/comparison_document.hpp"
 #include "attngate/hooks/best_baselines.hpp"
 #include "attngate/hooks/candidate_tree.hpp"
 #include "attngate/hooks/git.hpp"
@@ -181,32 +182,29 @@ class Reasons {
 };
 
 // The candidate's or baseline's figures on one scenario, from the comparison's *_timing object.
-json timing_json(const json& t) {
+// The report's summary of one kernel's figures on a scenario (the rules below read it).
+json timing_json(const bench::KernelTiming& t) {
   json j = json::object();
   for (const char* k : {"event_ms", "kernel_ms", "span_ms", "wall_ms", "cycles", "kernel_cycles", "tflops", "pct_peak",
                         "memcpy_per_call", "memset_per_call", "sm_clock_mhz"})
-    j[k] = opt_json(num(t, k));
-  auto as_int = [&](const char* k) { return num(t, k) ? json(std::llround(*num(t, k))) : json(nullptr); };
+    j[k] = opt_json(t.get(k));
+  auto as_int = [&](const char* k) { return t.get(k) ? json(std::llround(*t.get(k))) : json(nullptr); };
   j["kernel_count"] = as_int("kernels_per_call");
   j["kernel_count_min"] = as_int("kernel_count_min");
   j["kernel_count_max"] = as_int("kernel_count_max");
-  j["kernel_count_changed"] = t.is_object() && t.value("kernel_count_changed", false);
+  j["kernel_count_changed"] = t.kernel_count_changed;
   j["streams"] = as_int("streams");
   j["foreign_stream_kernels"] = as_int("foreign_stream_kernels");
   j["traced_calls"] = as_int("traced_samples");
   j["held_timeouts"] = as_int("held_timeouts");
-  j["kernel_names"] = t.is_object() && t.contains("kernel_names") ? t["kernel_names"] : json::array();
+  j["kernel_names"] = t.kernel_names;
   // The other clocks the rules compare, and isolation (kernels/worker): where the kernel ran, the
   // calls on fresh inputs, the calls the judge checked, the worker's inventory and what it lacked.
   for (const char* k : {"traced_event_ms", "traced_wall_ms", "cupti_minus_traced_event_us", "isolated", "fresh_calls",
                         "fresh_event_ms", "fresh_wall_ms", "checked_calls", "inventory_kernels", "foreign_kernels"})
-    j[k] = opt_json(num(t, k));
-  j["process"] = str(t, "process");
-  json foreign = json::array();
-  if (t.is_object() && t.contains("foreign_kernel_names") && t["foreign_kernel_names"].is_array())
-    for (const auto& n : t["foreign_kernel_names"])
-      if (n.is_string()) foreign.push_back(n);
-  j["foreign_kernel_names"] = foreign;
+    j[k] = opt_json(t.get(k));
+  j["process"] = t.process;
+  j["foreign_kernel_names"] = t.foreign_kernel_names;
   return j;
 }
 
@@ -355,9 +353,9 @@ struct Plausibility {
   std::optional<double> floor_ms;
 };
 
-Plausibility plausibility(const json& P, const json& ps, const json& c, const json& b, double wall_slack_ms) {
-  const auto peak = num(P, "peak_tflops"), hbm = num(P, "hbm_tbps"), flops = num(ps, "flops"),
-             bytes = num(ps, "min_bytes"), ec = num(c, "event_ms");
+Plausibility plausibility(const bench::ComparisonDocument& P, const bench::ComparisonScenario& ps, const json& c,
+                          const json& b, double wall_slack_ms) {
+  const auto peak = P.peak_tflops, hbm = P.hbm_tbps, flops = ps.flops, bytes = ps.min_bytes, ec = num(c, "event_ms");
   std::vector<std::string> missing;
   if (!peak || *peak <= 0) missing.push_back("peak_tflops");
   if (!hbm || *hbm <= 0) missing.push_back("hbm_tbps");
@@ -561,6 +559,17 @@ static std::vector<std::string> comparison_problems(const fs::path& repo, const 
   const std::optional<json> schema = read_json(repo / kComparisonSchemaFile, &err);
   if (!schema) return {"cannot read the schema: " + err};
   return verify::schema_problems(*schema, doc);
+}
+
+// The typed document of a file that passed the schema check; nothing, with the reason in *error,
+// where a field has another type than the reader's (the schema leaves some open).
+static std::optional<bench::ComparisonDocument> parse_comparison(const json& doc, std::string* error) {
+  try {
+    return bench::parse_comparison_document(doc);
+  } catch (const json::exception& e) {
+    *error = std::string("not a readable attngate.comparison/1 document: ") + e.what();
+    return std::nullopt;
+  }
 }
 
 ReportInputs resolve_inputs(ReportInputs in, const fs::path& build_dir) {
@@ -774,7 +783,8 @@ GateReportOutput build_gate_report(const ReportInputs& in) {
   json geomean = json::object();
   json perf_info = json::object();
   std::string perr;
-  std::optional<json> perf;
+  std::optional<json> perf_json;
+  std::optional<bench::ComparisonDocument> perf;
   bool perf_complete = false;
   std::set<std::string> built_trees;  // kernel_tree_sha256 of the candidate's worker, per row
   std::string built_tree_dir;         // the folder that worker hashed, relative to the repository
@@ -783,27 +793,26 @@ GateReportOutput build_gate_report(const ReportInputs& in) {
     reasons.add(code == "TEST_TIMEOUT" ? code : "NO_PERF", "", detail);
   } else if (!fresh(in.perf)) {
     reasons.add("NO_PERF", "", in.perf.string() + " is older than this gate run: gate.performance did not run" + stale_note);
-  } else if (!(perf = read_json(in.perf, &perr))) {
+  } else if (!(perf_json = read_json(in.perf, &perr))) {
     reasons.add("NO_PERF", "", perr);
-  } else if (auto problems = comparison_problems(in.repo, *perf); !problems.empty()) {
+  } else if (auto problems = comparison_problems(in.repo, *perf_json); !problems.empty()) {
     reasons.add("NO_PERF", "", in.perf.string() + " is not an attngate.comparison/1 document (" + kComparisonSchemaFile +
                                    "): " + join(std::vector<std::string>(problems.begin(),
                                                                          problems.begin() + std::min<size_t>(problems.size(), 3)),
                                                 "; "));
-    perf.reset();
-  } else if (str(*perf, "kernel") != kernel || str(*perf, "base") != baseline) {
-    reasons.add("NO_PERF", "", in.perf.string() + " compares " + str(*perf, "kernel") + " against " +
-                                   str(*perf, "base") + "; the gate needs " + kernel + " against " + baseline);
+  } else if (!(perf = parse_comparison(*perf_json, &perr))) {
+    reasons.add("NO_PERF", "", in.perf.string() + ": " + perr);
+  } else if (perf->kernel != kernel || perf->base != baseline) {
+    reasons.add("NO_PERF", "", in.perf.string() + " compares " + perf->kernel + " against " + perf->base +
+                                   "; the gate needs " + kernel + " against " + baseline);
     perf.reset();
   }
   if (perf) {
-    const json& P = *perf;
-    std::map<std::string, const json*> by_id;
-    if (P.contains("scenarios") && P["scenarios"].is_array())
-      for (const auto& ps : P["scenarios"]) by_id[str(ps, "id")] = &ps;
+    const bench::ComparisonDocument& P = *perf;
+    std::map<std::string, const bench::ComparisonScenario*> by_id;
+    for (const auto& ps : P.scenarios) by_id[ps.id] = &ps;
     std::map<std::string, std::string> failed;
-    if (P.contains("failed") && P["failed"].is_array())
-      for (const auto& f : P["failed"]) failed[str(f, "id")] = str(f, "error");
+    for (const auto& f : P.failed) failed[f.id] = f.error;
     perf_complete = true;
     for (auto& row : scenarios) {
       const std::string id = row["id"];
@@ -823,22 +832,19 @@ GateReportOutput build_gate_report(const ReportInputs& in) {
                                                 : id + " is missing from " + in.perf.filename().string());
         continue;
       }
-      const json& ps = *it->second;
-      const json cand = timing_json(ps.value("kernel_timing", json::object()));
-      const json base = timing_json(ps.value("base_timing", json::object()));
-      if (auto tree = str(ps.value("kernel_timing", json::object()), "kernel_tree_sha256"); !tree.empty())
-        built_trees.insert(tree);
-      if (auto dir = str(ps.value("kernel_timing", json::object()), "kernel_tree_dir"); !dir.empty())
-        built_tree_dir = dir;
-      row["speedup"] = opt_json(num(ps, "speedup"));
-      const json ci = ps.value("speedup_ci95", json::array());
-      row["ci_low"] = ci.size() == 2 && ci[0].is_number() ? ci[0] : json(nullptr);
-      row["ci_high"] = ci.size() == 2 && ci[1].is_number() ? ci[1] : json(nullptr);
-      row["kernel_speedup"] = opt_json(num(ps, "kernel_speedup"));
-      row["wall_speedup"] = opt_json(num(ps, "wall_speedup"));
+      const bench::ComparisonScenario& ps = *it->second;
+      const json cand = timing_json(ps.kernel_timing);
+      const json base = timing_json(ps.base_timing);
+      if (const auto& tree = ps.kernel_timing.kernel_tree_sha256; !tree.empty()) built_trees.insert(tree);
+      if (const auto& dir = ps.kernel_timing.kernel_tree_dir; !dir.empty()) built_tree_dir = dir;
+      row["speedup"] = ps.speedup;
+      row["ci_low"] = ps.speedup_ci95[0];
+      row["ci_high"] = ps.speedup_ci95[1];
+      row["kernel_speedup"] = ps.kernel_speedup;
+      row["wall_speedup"] = ps.wall_speedup;
       row["tflops"] = cand["tflops"];
       row["percent_of_peak"] = cand["pct_peak"];
-      row["calls"] = ps.value("calls", 0);
+      row["calls"] = ps.calls;
       row["candidate"] = cand;
       row["baseline"] = base;
 
@@ -847,7 +853,7 @@ GateReportOutput build_gate_report(const ReportInputs& in) {
         flags.push_back(code);
         if (failure) reasons.add(code, id, id + ": " + detail);
       };
-      if (auto sp = num(ps, "speedup"); sp && *sp < floor)
+      if (auto sp = ps.speedup; sp && *sp < floor)
         flag("SCENARIO_BELOW_FLOOR", "speedup " + fmt("%.4f", *sp) + " < floor " + fmt("%.4f", floor));
       const auto foreign = num(cand, "foreign_stream_kernels").value_or(0);
       const auto streams = num(cand, "streams").value_or(0);
@@ -886,10 +892,9 @@ GateReportOutput build_gate_report(const ReportInputs& in) {
                                    fmt("%.2f", num(base, "memset_per_call").value_or(0)) + ")");
 
       // The GPU to itself: another process's work perturbs every clock of both kernels.
-      if (auto seen = num(ps, "gpu_processes"), expected = num(ps, "gpu_processes_expected");
-          seen && expected && *seen > *expected)
-        flag("GPU_SHARED", fmt("%.0f", *seen) + " CUDA processes held the GPU while it was timed, the gate's own are " +
-                               fmt("%.0f", *expected) + " (the judge and its workers): another process shared it; "
+      if (auto seen = ps.gpu_processes; seen && *seen > ps.gpu_processes_expected)
+        flag("GPU_SHARED", std::to_string(*seen) + " CUDA processes held the GPU while it was timed, the gate's own are " +
+                               std::to_string(ps.gpu_processes_expected) + " (the judge and its workers): another process shared it; "
                                "run the gate on an idle GPU");
       // Isolation: the candidate's code never shares the judge's process.
       if (const std::string process = str(cand, "process");
@@ -921,16 +926,16 @@ GateReportOutput build_gate_report(const ReportInputs& in) {
       if (policy.baseline_foreign_fail) foreign_kernels(base, "the baseline", baseline, "baseline_foreign_kernels");
       row["flags"] = flags;
     }
-    geomean = {{"speedup", opt_json(num(P, "geomean_speedup"))},
+    geomean = {{"speedup", P.geomean_speedup},
                {"ci_low", nullptr},
                {"ci_high", nullptr},
-               {"kernel_speedup", opt_json(num(P, "geomean_kernel_speedup"))},
-               {"wall_speedup", opt_json(num(P, "geomean_wall_speedup"))},
-               {"scenarios", P.contains("scenarios") ? P["scenarios"].size() : 0},
-               {"bootstrap_resamples", P.value("bootstrap_resamples", 0)}};
-    if (const json ci = P.value("geomean_ci95", json::array()); ci.size() == 2 && ci[0].is_number() && ci[1].is_number()) {
-      geomean["ci_low"] = ci[0];
-      geomean["ci_high"] = ci[1];
+               {"kernel_speedup", P.geomean_kernel_speedup},
+               {"wall_speedup", P.geomean_wall_speedup},
+               {"scenarios", P.scenarios.size()},
+               {"bootstrap_resamples", P.bootstrap_resamples}};
+    if (P.geomean_ci95[0] && P.geomean_ci95[1]) {
+      geomean["ci_low"] = *P.geomean_ci95[0];
+      geomean["ci_high"] = *P.geomean_ci95[1];
     }
     if (perf_complete) {
       auto lo = num(geomean, "ci_low");
@@ -942,8 +947,7 @@ GateReportOutput build_gate_report(const ReportInputs& in) {
                         opt_fmt("%.4f", num(geomean, "ci_high")) + "]: the lower bound " + fmt("%.4f", *lo) +
                         " does not clear the target " + fmt("%.4f", geomean_target));
     }
-    perf_info = {{"file", in.perf.string()}, {"wall_s", opt_json(num(P, "wall_s"))},
-                 {"noise_target", opt_json(num(P, "noise_target"))}};
+    perf_info = {{"file", in.perf.string()}, {"wall_s", P.wall_s}, {"noise_target", P.noise_target}};
   }
   for (auto& row : scenarios) {
     if (!row.contains("flags")) row["flags"] = json::array();
@@ -952,23 +956,21 @@ GateReportOutput build_gate_report(const ReportInputs& in) {
   }
 
   // The fastest library measured on this GPU, per scenario (a missing file is fine: the report says so).
-  const BestBaselines best = load_best_baselines(in.repo, perf ? str(*perf, "device") : std::string{});
+  const BestBaselines best = load_best_baselines(in.repo, perf ? perf->device : std::string{});
   const json baselines = apply_best_baselines(scenarios, best);
 
   // Provenance and tamper evidence.
   json prov = json::object();
   if (perf) {
-    const json& P = *perf;
-    prov["gpu"] = str(P, "device");
-    prov["device_sm"] = P.value("device_sm", 0);
-    prov["driver"] = str(P, "driver_version");
-    prov["cuda_driver"] = str(P, "cuda_driver_version");
-    prov["cuda"] = str(P, "cuda_runtime_version");
-    prov["peak_tflops"] = opt_json(num(P, "peak_tflops"));
-    if (P.contains("sm_clock")) {
-      prov["sm_clock"] = P["sm_clock"];
-      prov["sm_clock_mhz"] = opt_json(num(P["sm_clock"], "median_mhz"));
-    }
+    const bench::ComparisonDocument& P = *perf;
+    prov["gpu"] = P.device;
+    prov["device_sm"] = P.device_sm;
+    prov["driver"] = P.driver_version;
+    prov["cuda_driver"] = P.cuda_driver_version;
+    prov["cuda"] = P.cuda_runtime_version;
+    prov["peak_tflops"] = P.peak_tflops;
+    prov["sm_clock"] = P.sm_clock;
+    prov["sm_clock_mhz"] = P.sm_clock.median_mhz;
   }
   std::error_code rel_ec;
   std::string cand_rel = fs::relative(in.candidate, in.repo, rel_ec).generic_string();

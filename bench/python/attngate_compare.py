@@ -1,172 +1,80 @@
 #!/usr/bin/env python3
 """attngate_compare.py: one comparison report of a candidate kernel against every baseline.
 
-Joins attngate_bench's Google Benchmark JSON (--benchmark_out; kernels registered in attngate:
-initial, candidate, cudnn, plugin_*) with attngate_baselines.py's JSON (PyTorch SDPA cuDNN and
-flash, FlashAttention-3/4) and prints, per scenario and as a geometric mean over the scenarios both
-ran, the candidate's speedup against each baseline: time_baseline / time_candidate on the median
-CUDA-event time (above 1: the candidate is faster). Where attngate_bench ran an interleaved
-comparison (--compare=candidate,X) that speedup and its 95% interval are used for X instead. Writes
-a terminal table, markdown (with device, clocks and versions: the dated table the issue asks for),
-the joined data as JSON, and a PNG: speedup per scenario, and TFLOPS per scenario against the
-device's dense bf16 peak (needs matplotlib; skipped with a note otherwise).
+Renders the join of attngate_bench's Google Benchmark JSON (--benchmark_out; kernels registered in
+attngate: initial, candidate, cudnn, plugin_*) with attngate_baselines.py's JSON (PyTorch SDPA cuDNN
+and flash, FlashAttention-3/4): per scenario and as a geometric mean over the scenarios both ran,
+the candidate's speedup against each baseline, time_baseline / time_candidate on the median
+CUDA-event time (above 1: the candidate is faster); where attngate_bench ran an interleaved
+comparison (--compare=candidate,X), that speedup and its 95% interval for X. The join and its
+geomeans come from `attngate_stats table` (bench/src/baseline_table.cpp): this script computes no
+statistic of its own. Writes a terminal table, markdown (with device, clocks and versions: the
+dated table the issue asks for), the joined data as JSON, and a PNG: speedup per scenario, and
+TFLOPS per scenario against the device's dense bf16 peak (needs matplotlib; skipped with a note
+otherwise).
 
   attngate_compare.py --bench gate_attngate.json --baselines gate_baselines.json \\
       --kernels kernels.json --md gate_report.md --png gate_report.png
-  attngate_compare.py --self-test
+  attngate_compare.py --self-test --attngate-stats build/cpu/bench/attngate_stats
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import math
 import os
 import statistics
 import sys
 import tempfile
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from schema_check import check_schema  # noqa: E402
+from stats_tool import run_stats  # noqa: E402
+
+_ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+BASELINE_JOIN_SCHEMA = os.path.join(_ROOT, "bench", "schema", "baseline_join.schema.json")
 DEFAULT_PEAK_TFLOPS = 989.5
-# The order baselines are shown in; anything else follows alphabetically.
-PREFERRED = ("initial", "cudnn", "torch_cudnn", "torch_flash", "fa3", "fa4")
 LABELS = {"torch_cudnn": "PyTorch cuDNN", "torch_flash": "PyTorch flash", "fa3": "FA3", "fa4": "FA4",
           "cudnn": "cuDNN (in-process)", "initial": "initial"}
 
 
 # ------------------------------------------------------------------------------------------------
-# Reading
+# The table: attngate_stats table
 # ------------------------------------------------------------------------------------------------
 
-def entry(kernel, scenario, source, status="ok", reason="", event_ms=0.0, kernel_ms=0.0, tflops=0.0, **extra):
-    e = {"kernel": kernel, "scenario": scenario, "source": source, "status": status, "reason": reason,
-         "event_ms": float(event_ms), "kernel_ms": float(kernel_ms), "tflops": float(tflops)}
-    e.update(extra)
-    return e
+def stats_table(tool, bench, baselines, candidate, metric):
+    """The join of the result files, per scenario and as geomeans, with the cudnn agreement list:
+    `attngate_stats table` computes it (bench/src/baseline_table.cpp); this script only renders it.
+    Its shape: bench/schema/baseline_join.schema.json. `tool`: --attngate-stats, else stats_tool's search."""
+    args = ["table", "--candidate", candidate, "--metric", metric]
+    args += [a for path in bench for a in ("--bench", path)] + [a for path in baselines for a in ("--baselines", path)]
+    try:
+        table = run_stats(args, tool)
+    except SystemExit as e:
+        raise SystemExit(f"attngate_compare: {e}")
+    with open(BASELINE_JOIN_SCHEMA) as f:
+        errs = check_schema(table, json.load(f))
+    if errs:
+        raise SystemExit(f"attngate_compare: attngate_stats table does not follow {BASELINE_JOIN_SCHEMA}: " + "; ".join(errs[:3]))
+    return table
 
 
-def read_bench(path):
-    """attngate_bench JSON -> (entries, interleaved pair speedups, context)."""
-    with open(path) as f:
-        doc = json.load(f)
-    ctx = doc.get("context", {})
-    runs, pairs = {}, {}
-    for b in doc.get("benchmarks", []):
-        if b.get("run_type", "iteration") != "iteration":
-            continue  # aggregates of --benchmark_repetitions: the iterations are taken instead
-        parts = b["name"].split("/")
-        if len(parts) < 2:
-            continue
-        kname, scenario = parts[0], parts[1]
-        if b.get("error_occurred"):
-            msg = b.get("error_message", "")
-            status = "unsupported" if msg.lower().startswith("unsupported") or "cudaErrorNotSupported" in msg else "error"
-            names = kname.split("_vs_")
-            for k in names:
-                runs.setdefault((k, scenario), []).append(entry(k, scenario, path, status, msg))
-            continue
-        extra = {"sm_clock_mhz": b.get("sm_clock_mhz", 0.0), "cv": b.get("cv", 0.0), "samples": b.get("samples", 0),
-                 "label": b.get("label", "")}
-        if "_vs_" in kname:  # --compare=K,B: one benchmark carries both kernels
-            k, base = kname.split("_vs_", 1)
-            runs.setdefault((k, scenario), []).append(
-                entry(k, scenario, path, event_ms=b["event_ms"], kernel_ms=b.get("kernel_ms", 0.0),
-                      tflops=b.get("tflops", 0.0), **extra))
-            runs.setdefault((base, scenario), []).append(
-                entry(base, scenario, path, event_ms=b["base_event_ms"], tflops=b.get("base_tflops", 0.0),
-                      sm_clock_mhz=extra["sm_clock_mhz"], cv=b.get("base_cv", 0.0)))
-            pairs[(k, base, scenario)] = (b["speedup"], b.get("speedup_lo", 0.0), b.get("speedup_hi", 0.0))
-        else:
-            runs.setdefault((kname, scenario), []).append(
-                entry(kname, scenario, path, event_ms=b["event_ms"], kernel_ms=b.get("kernel_ms", 0.0),
-                      tflops=b.get("tflops", 0.0), **extra))
-    out = {}
-    for key, es in runs.items():
-        ok = [e for e in es if e["status"] == "ok"]
-        if not ok:
-            out[key] = es[0]
-            continue
-        e = dict(ok[0])
-        for f in ("event_ms", "kernel_ms", "tflops", "sm_clock_mhz"):
-            e[f] = statistics.median([x.get(f, 0.0) for x in ok])
-        e["repetitions"] = len(ok)
-        out[key] = e
-    return out, pairs, ctx
+def bench_context(paths):
+    """The first attngate_bench file's context (device, date, peak): for the report's header."""
+    for path in paths:
+        with open(path) as f:
+            ctx = json.load(f).get("context", {})
+        if ctx:
+            return ctx
+    return {}
 
 
-def read_baselines(path):
-    with open(path) as f:
-        doc = json.load(f)
-    if doc.get("schema") != "attngate.baseline_results/1":
-        raise SystemExit(f"attngate_compare: {path} is not attngate.baseline_results/1")
-    out = {}
-    for r in doc["results"]:
-        out[(r["baseline"], r["scenario"])] = entry(
-            r["baseline"], r["scenario"], path, r["status"], r.get("reason", ""), r.get("event_ms", 0.0),
-            r.get("kernel_ms", 0.0), r.get("tflops", 0.0), main_kernel=r.get("main_kernel", ""),
-            check=r.get("check"), cv=r.get("cv", 0.0))
-    return out, doc
-
-
-# ------------------------------------------------------------------------------------------------
-# Joining
-# ------------------------------------------------------------------------------------------------
-
-def geomean(xs):
-    xs = [x for x in xs if x and x > 0]
-    return math.exp(sum(math.log(x) for x in xs) / len(xs)) if xs else 0.0
-
-
-def order_baselines(names, candidate):
-    names = [n for n in names if n != candidate]
-    first = [n for n in PREFERRED if n in names]
-    return first + sorted(n for n in names if n not in first)
-
-
-def join(entries, pairs, candidate, scenario_order=None, metric="event_ms"):
-    """Per scenario: the candidate's time and, per baseline, the speedup time_b / time_candidate
-    (or the interleaved one), plus the geometric mean per baseline over scenarios both timed."""
-    scenarios = list(scenario_order or [])
-    for (_, s) in entries:
-        if s not in scenarios:
-            scenarios.append(s)
-    kernels = order_baselines({k for (k, _) in entries}, candidate)
-    rows = []
-    for s in scenarios:
-        c = entries.get((candidate, s))
-        row = {"scenario": s, "candidate": c, "cells": {}}
-        for b in kernels:
-            e = entries.get((b, s))
-            cell = {"entry": e, "speedup": None, "ci": None, "interleaved": False}
-            if (candidate, b, s) in pairs:
-                sp, lo, hi = pairs[(candidate, b, s)]
-                cell.update(speedup=sp, ci=(lo, hi), interleaved=True)
-            elif c and e and c["status"] == "ok" and e["status"] in ("ok", "wrong", "fallback") and \
-                    c[metric] > 0 and e[metric] > 0:
-                cell["speedup"] = e[metric] / c[metric]
-            row["cells"][b] = cell
-        if c is not None or any(v["entry"] for v in row["cells"].values()):
-            rows.append(row)
-    geo = {}
-    for b in kernels:
-        sps = [r["cells"][b]["speedup"] for r in rows if r["cells"][b]["speedup"]]
-        # Only baselines whose result is trustworthy count: a wrong or fallback run is shown, not averaged.
-        ok = [r["cells"][b]["speedup"] for r in rows if r["cells"][b]["speedup"] and
-              (r["cells"][b]["interleaved"] or r["cells"][b]["entry"]["status"] == "ok")]
-        geo[b] = {"geomean": geomean(ok), "n": len(ok), "n_shown": len(sps)}
-    return {"candidate": candidate, "metric": metric, "baselines": kernels, "rows": rows, "geomean": geo}
-
-
-def agreement(entries, a="cudnn", b="torch_cudnn", limit=0.03):
-    """The in-process cuDNN kernel against PyTorch's cuDNN backend, per scenario: time ratio a/b."""
-    out = []
-    for (k, s), e in entries.items():
-        if k != a or e["status"] != "ok":
-            continue
-        o = entries.get((b, s))
-        if o and o["status"] == "ok" and o["event_ms"] > 0 and e["event_ms"] > 0:
-            r = e["event_ms"] / o["event_ms"]
-            out.append({"scenario": s, "ratio": r, "within": abs(r - 1) <= limit})
-    return out
+def table_entries(j):
+    """Every result in the table: each row's candidate and each cell's entry."""
+    for r in j["rows"]:
+        for e in [r["candidate"]] + [c["entry"] for c in r["cells"].values()]:
+            if e:
+                yield e
 
 
 # ------------------------------------------------------------------------------------------------
@@ -348,52 +256,31 @@ def build_meta(ctx, base_doc, kernels_doc, candidate, peak):
     return meta
 
 
-def sm_clock_line(entries):
-    clocks = [e.get("sm_clock_mhz", 0.0) for e in entries.values() if e.get("sm_clock_mhz")]
+def sm_clock_line(j):
+    clocks = [e.get("sm_clock_mhz", 0.0) for e in table_entries(j) if e.get("sm_clock_mhz")]
     if not clocks:
         return ""
     return f"attngate_bench median SM clock {statistics.median(clocks):.0f} MHz (range {min(clocks):.0f}-{max(clocks):.0f})"
 
 
 def run(args):
-    entries, pairs, ctx = {}, {}, {}
-    order = []
-    for path in args.bench or []:
-        e, p, c = read_bench(path)
-        entries.update(e)
-        pairs.update(p)
-        ctx = ctx or c
-        for (_, s) in e:
-            if s not in order:
-                order.append(s)
+    j = stats_table(args.attngate_stats, args.bench or [], args.baselines or [], args.candidate,
+                    args.metric)
+    agree = j.pop("agreement")
+    ctx = bench_context(args.bench or [])
     base_doc = None
-    timed = set(order)
-    for path in args.baselines or []:
-        e, base_doc = read_baselines(path)
-        for key, v in e.items():
-            # With --bench, the table is of the scenarios attngate timed: a baselines file that
-            # covers several suites adds no rows without a candidate.
-            if not timed or key[1] in timed:
-                entries.setdefault(key, v)
-        for (_, s) in e:
-            if s not in order and (not timed or s in timed):
-                order.append(s)
-    if not entries:
-        raise SystemExit("attngate_compare: nothing to compare (give --bench and/or --baselines)")
+    if args.baselines:  # its header: the last baselines file's (attngate_stats checked its schema)
+        with open(args.baselines[-1]) as f:
+            base_doc = json.load(f)
     kernels_doc = None
     if args.kernels:
         with open(args.kernels) as f:
             kernels_doc = json.load(f)
     peak = args.peak_tflops or float(ctx.get("attngate_peak_tflops", 0) or 0) or DEFAULT_PEAK_TFLOPS
-    if not any(k == args.candidate for (k, _) in entries):
-        raise SystemExit(f"attngate_compare: no results of the candidate '{args.candidate}' "
-                         f"(have: {', '.join(sorted({k for k, _ in entries}))})")
-    j = join(entries, pairs, args.candidate, order, args.metric)
     meta = build_meta(ctx, base_doc, kernels_doc, args.candidate, peak)
-    clocks = sm_clock_line(entries)
+    clocks = sm_clock_line(j)
     if clocks:
         meta["clocks"] = clocks + ("; " + meta["clocks"] if meta.get("clocks") else "")
-    agree = agreement(entries)
     if agree:
         worst = max(agree, key=lambda a: abs(a["ratio"] - 1))
         n_in = sum(a["within"] for a in agree)
@@ -421,12 +308,20 @@ def run(args):
 # --self-test
 # ------------------------------------------------------------------------------------------------
 
-def self_test():
+def self_test(tool):
+    """The whole path on synthetic files: attngate_stats table joins them, this script renders."""
     failures = []
 
     def check(cond, what):
         if not cond:
             failures.append(what)
+
+    def error_of(call):
+        try:
+            call()
+        except SystemExit as e:
+            return str(e)
+        return ""
 
     def gb(name, **c):
         d = {"name": name + "/iterations:1/manual_time", "run_type": "iteration", "real_time": c.get("event_ms", 0) * 1e3}
@@ -462,6 +357,8 @@ def self_test():
                  "event_ms": 8.0, "kernel_ms": 7.9, "tflops": 100.0, "kernel_names": ["gemm"]},
                 {"scenario": "s1", "suite": "gate", "baseline": "fa4", "status": "not installed", "reason": "x",
                  "event_ms": 0.0, "kernel_ms": 0.0, "tflops": 0.0, "kernel_names": []},
+                {"scenario": "prod_s9", "suite": "prod", "baseline": "torch_cudnn", "status": "ok", "reason": "",
+                 "event_ms": 5.0, "kernel_ms": 4.9, "tflops": 300.0, "kernel_names": ["cudnn_x"]},
             ]}
     kernels = {"schema": "attngate.kernels/1", "kernels": [
         {"name": "cudnn", "description": "cuDNN fused SDPA forward via the cudnn-frontend graph API; libcudnn 9.19.0 "
@@ -472,17 +369,19 @@ def self_test():
             paths[name] = os.path.join(d, name + ".json")
             with open(paths[name], "w") as f:
                 json.dump(doc, f)
-        entries, pairs, ctx = read_bench(paths["bench"])
-        check(entries[("candidate", "s1")]["event_ms"] == 1.0, "aggregates are ignored, iterations taken")
-        check(entries[("cudnn", "s2")]["status"] == "unsupported", "an unsupported benchmark is a skip, not an error")
-        check(entries[("initial", "s3")]["event_ms"] == 1.5 and pairs[("candidate", "initial", "s3")][0] == 1.5,
-              "comparison-mode benchmarks give both kernels and the interleaved speedup")
-        be, bdoc = read_baselines(paths["base"])
-        for k, v in be.items():
-            entries.setdefault(k, v)
-        j = join(entries, pairs, "candidate", ["s1", "s2", "s3"])
-        check(j["baselines"][:3] == ["initial", "cudnn", "torch_cudnn"], f"baseline order {j['baselines']}")
+        try:
+            j = stats_table(tool, [paths["bench"]], [paths["base"]], "candidate", "event_ms")
+        except SystemExit as e:
+            print(f"self-test FAILED: {e}")
+            return 1
+        agree = j.pop("agreement")
         row = {r["scenario"]: r for r in j["rows"]}
+        check(list(row) == ["s1", "s2", "s3"], f"rows {list(row)}: only the scenarios attngate_bench timed")
+        check(row["s1"]["candidate"]["event_ms"] == 1.0, "aggregates are ignored, iterations taken")
+        check(row["s2"]["cells"]["cudnn"]["entry"]["status"] == "unsupported", "an unsupported benchmark is a skip, not an error")
+        check(row["s3"]["cells"]["initial"]["entry"]["event_ms"] == 1.5 and row["s3"]["cells"]["initial"]["speedup"] == 1.5,
+              "comparison-mode benchmarks give both kernels and the interleaved speedup")
+        check(j["baselines"][:3] == ["initial", "cudnn", "torch_cudnn"], f"baseline order {j['baselines']}")
         check(abs(row["s1"]["cells"]["initial"]["speedup"] - 1.2) < 1e-12, "speedup = time_base / time_candidate")
         check(abs(row["s1"]["cells"]["cudnn"]["speedup"] - 0.8) < 1e-12, "a slower candidate has speedup < 1")
         check(row["s2"]["cells"]["cudnn"]["speedup"] is None, "no speedup where the baseline was unsupported")
@@ -492,9 +391,8 @@ def self_test():
         check(j["geomean"]["torch_cudnn"]["n"] == 1 and j["geomean"]["torch_cudnn"]["n_shown"] == 2,
               "a fallback is shown but not averaged")
         check(j["geomean"]["fa4"]["n"] == 0, "not installed: nothing averaged")
-        agree = agreement(entries)
         check(len(agree) == 1 and abs(agree[0]["ratio"] - 0.8 / 0.81) < 1e-12 and agree[0]["within"], f"agreement {agree}")
-        meta = build_meta(ctx, bdoc, kernels, "candidate", 989.5)
+        meta = build_meta(bench["context"], base, kernels, "candidate", 989.5)
         md = markdown(j, meta)
         for want in ("| s1 |", "**geomean**", "NVIDIA H200", "torch 2.11.0", "in-process cuDNN libcudnn 9.19.0",
                      "not installed", "1.500x [1.450,1.550]", "driver 580.159.04"):
@@ -504,8 +402,22 @@ def self_test():
         out_md, out_json, out_png = (os.path.join(d, x) for x in ("r.md", "r.json", "r.png"))
         rc = run(argparse.Namespace(bench=[paths["bench"]], baselines=[paths["base"]], kernels=paths["kernels"],
                                     candidate="candidate", metric="event_ms", peak_tflops=0.0, md=out_md,
-                                    json=out_json, png=out_png))
+                                    json=out_json, png=out_png, attngate_stats=tool))
         check(rc == 0 and os.path.exists(out_md) and os.path.exists(out_json), "run() wrote its files")
+        with open(out_json) as f:
+            written = json.load(f)
+        check(written["comparison"] == j and written["agreement"] == agree and "agreement" not in written["comparison"],
+              "the JSON holds the table as attngate_stats computed it")
+        bad = os.path.join(d, "bad.json")
+        with open(bad, "w") as f:
+            json.dump(dict(base, schema="attngate.baseline_results/0"), f)
+        check(bad in error_of(lambda: stats_table(tool, [paths["bench"]], [bad], "candidate", "event_ms")),
+              "a baselines file of another schema is refused, naming the file")
+        check("no results of the candidate 'nobody'" in
+              error_of(lambda: stats_table(tool, [paths["bench"]], [], "nobody", "event_ms")), "an absent candidate")
+        check("build it" in error_of(lambda: stats_table(os.path.join(d, "no_attngate_stats"), [paths["bench"]], [],
+                                                         "candidate", "event_ms")),
+              "a missing attngate_stats says how to build it")
         try:
             import matplotlib  # noqa: F401
             with open(out_png, "rb") as f:
@@ -531,10 +443,13 @@ def main(argv=None):
     p.add_argument("--md", help="markdown output")
     p.add_argument("--json", help="joined data as JSON")
     p.add_argument("--png", help="plot (needs matplotlib)")
+    p.add_argument("--attngate-stats", metavar="PATH",
+                   help="the attngate_stats binary, which computes the table (default: $ATTNGATE_STATS, else "
+                        "build/gpu or build/cpu of this checkout, else PATH)")
     p.add_argument("--self-test", action="store_true")
     args = p.parse_args(argv)
     if args.self_test:
-        return self_test()
+        return self_test(args.attngate_stats)
     return run(args)
 
 

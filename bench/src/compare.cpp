@@ -18,8 +18,6 @@ namespace attngate::bench {
 
 namespace {
 
-using nlohmann::json;
-
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
 std::string fmt(const char* f, double v) {
@@ -28,27 +26,86 @@ std::string fmt(const char* f, double v) {
   return buf;
 }
 
-// JSON has no NaN or infinity: a figure that cannot be computed is written as null (nlohmann
-// would do the same; being explicit keeps the files readable by strict parsers).
-json num(double v) { return std::isfinite(v) ? json(v) : json(nullptr); }
-
 double ratio_or_nan(double num, double den) {
   return std::isfinite(num) && std::isfinite(den) && num > 0 && den > 0 ? num / den : kNaN;
 }
 
-json figures_json(const KernelFigures& k) {
-  json j = json::object();
-  j["name"] = k.name;
-  for (const auto& [name, value] : k.fields) j[name] = num(value);
-  j["kernel_names"] = k.kernel_names;
-  j["kernel_count_min"] = k.kernel_count_min;
-  j["kernel_count_max"] = k.kernel_count_max;
-  j["kernel_count_changed"] = k.kernel_count_min != k.kernel_count_max;
-  j["foreign_kernel_names"] = k.foreign_kernels;
-  j["kernel_tree_sha256"] = k.kernel_tree_sha256;
-  j["kernel_tree_dir"] = k.kernel_tree_dir;
-  j["process"] = k.isolated ? "worker" : "in-process";
-  return j;
+KernelTiming timing_document(const KernelFigures& k) {
+  KernelTiming t;
+  t.name = k.name;
+  for (const auto& [name, value] : k.fields) t.counters[name] = figure(value);
+  t.kernel_names = k.kernel_names;
+  t.kernel_count_min = k.kernel_count_min;
+  t.kernel_count_max = k.kernel_count_max;
+  t.kernel_count_changed = k.kernel_count_min != k.kernel_count_max;
+  t.foreign_kernel_names = k.foreign_kernels;
+  t.kernel_tree_sha256 = k.kernel_tree_sha256;
+  t.kernel_tree_dir = k.kernel_tree_dir;
+  t.process = k.isolated ? "worker" : "in-process";
+  return t;
+}
+
+ComparisonScenario scenario_document(const ComparisonRow& row, const SpeedupEstimate& sp) {
+  const double km = median(row.samples.kernel), bm = median(row.samples.base);
+  ComparisonScenario c;
+  c.id = row.scenario;
+  c.shape = row.summary;
+  c.flops = figure(row.flops);
+  c.min_bytes = figure(row.min_bytes);
+  c.kernel_ms = figure(km);
+  c.base_ms = figure(bm);
+  c.kernel_min_ms = figure(min_of(row.samples.kernel));
+  c.base_min_ms = figure(min_of(row.samples.base));
+  c.kernel_tflops = figure(tflops(row.flops, km * 1e-3));
+  c.base_tflops = figure(tflops(row.flops, bm * 1e-3));
+  c.speedup = figure(sp.speedup);
+  c.speedup_ci95 = {figure(sp.ci95.lo), figure(sp.ci95.hi)};
+  c.kernel_speedup = figure(clock_speedup(row, "kernel_ms"));
+  c.wall_speedup = figure(clock_speedup(row, "wall_ms"));
+  c.kernel_cv = figure(cv(row.samples.kernel));
+  c.base_cv = figure(cv(row.samples.base));
+  c.kernel_rel_noise = figure(relative_noise(row.samples.kernel));
+  c.base_rel_noise = figure(relative_noise(row.samples.base));
+  c.calls = int64_t(row.samples.kernel.size());
+  c.stop = row.stop;
+  c.loop_s = figure(row.loop_s);
+  if (row.gpu_processes >= 0) c.gpu_processes = row.gpu_processes;
+  c.gpu_processes_expected = row.gpu_processes_expected;
+  c.tracing_overhead_us = figure(row.kernel.get("tracing_overhead_us"));
+  c.cupti_minus_event_us = figure(row.kernel.get("cupti_minus_event_us"));
+  c.kernel_timing = timing_document(row.kernel);
+  c.base_timing = timing_document(row.base);
+  return c;
+}
+
+// The SM clock over the run: per scenario the harness reads it after warm-up and after every
+// block pair; here the spread of the per-scenario medians and what any scenario saw. One clock
+// per scenario: both kernels ran under it, so the kernel's figures tell.
+SmClockSummary sm_clock_summary(const ComparisonReport& r) {
+  SmClockSummary c;
+  std::vector<double> medians;
+  double lowest = kNaN, device_max = kNaN;
+  for (const auto& row : r.rows) {
+    const KernelFigures& k = row.kernel;
+    if (!(k.get("nvml") > 0)) continue;
+    ++c.scenarios;
+    medians.push_back(k.get("sm_clock_mhz"));
+    const double lo = k.get("sm_clock_min_mhz");
+    if (!(lowest <= lo)) lowest = lo;
+    device_max = k.get("sm_clock_max_mhz");
+    c.event_reasons |= uint64_t(k.get("clock_event_reasons"));
+    c.scenarios_clock_dropped += k.get("clock_dropped") > 0;
+    c.scenarios_below_max += k.get("clock_below_max") > 0;
+  }
+  c.available = c.scenarios > 0;
+  if (!medians.empty()) {
+    c.median_mhz = figure(median(medians));
+    c.lowest_median_mhz = figure(min_of(medians));
+    c.highest_median_mhz = figure(*std::max_element(medians.begin(), medians.end()));
+  }
+  c.min_mhz = figure(lowest);
+  c.device_max_mhz = figure(device_max);
+  return c;
 }
 
 // NVIDIA's driver version through NVML (loaded at run time, as sm_clock.cpp does).
@@ -194,96 +251,35 @@ std::string format_table(const ComparisonReport& r, const SuiteSpeedup& s) {
   return o.str();
 }
 
+ComparisonDocument comparison_document(const ComparisonReport& r, const SuiteSpeedup& s) {
+  ComparisonDocument d;
+  d.kernel = r.kernel;
+  d.base = r.base;
+  d.suite = r.suite;
+  d.device = r.device;
+  d.device_sm = r.device_sm;
+  d.driver_version = r.driver_version;
+  d.cuda_driver_version = cuda_version_string(r.cuda_driver_version);
+  d.cuda_runtime_version = cuda_version_string(r.cuda_runtime_version);
+  d.peak_tflops = figure(r.peak_tflops);
+  d.hbm_tbps = figure(r.hbm_tbps);
+  d.noise_target = figure(r.noise_target);
+  d.geomean_speedup = figure(s.geomean);
+  d.geomean_ci95 = {figure(s.ci95.lo), figure(s.ci95.hi)};
+  d.geomean_kernel_speedup = figure(geomean_clock_speedup(r, "kernel_ms"));
+  d.geomean_wall_speedup = figure(geomean_clock_speedup(r, "wall_ms"));
+  d.bootstrap_resamples = s.resamples;
+  d.bootstrap_seed = s.seed;
+  d.wall_s = figure(r.wall_s);
+  d.shard = {r.shard_index, r.shard_count};
+  d.sm_clock = sm_clock_summary(r);
+  for (size_t i = 0; i < r.rows.size(); ++i) d.scenarios.push_back(scenario_document(r.rows[i], s.scenarios[i]));
+  for (const auto& [id, err] : r.failed) d.failed.push_back({id, err});
+  return d;
+}
+
 std::string to_json(const ComparisonReport& r, const SuiteSpeedup& s) {
-  json j = json::object();
-  j["schema"] = kComparisonSchema;
-  j["kernel"] = r.kernel;
-  j["base"] = r.base;
-  j["suite"] = r.suite;
-  j["device"] = r.device;
-  j["device_sm"] = r.device_sm;
-  j["driver_version"] = r.driver_version;
-  j["cuda_driver_version"] = cuda_version_string(r.cuda_driver_version);
-  j["cuda_runtime_version"] = cuda_version_string(r.cuda_runtime_version);
-  j["speedup_definition"] = "median untraced event time of base / of kernel; > 1 means kernel is faster";
-  j["peak_tflops"] = num(r.peak_tflops);
-  j["hbm_tbps"] = num(r.hbm_tbps);
-  j["noise_target"] = num(r.noise_target);
-  j["geomean_speedup"] = num(s.geomean);
-  j["geomean_ci95"] = {num(s.ci95.lo), num(s.ci95.hi)};
-  j["geomean_kernel_speedup"] = num(geomean_clock_speedup(r, "kernel_ms"));
-  j["geomean_wall_speedup"] = num(geomean_clock_speedup(r, "wall_ms"));
-  j["bootstrap_resamples"] = s.resamples;
-  j["bootstrap_seed"] = s.seed;
-  j["wall_s"] = num(r.wall_s);
-  j["shard"] = {{"index", r.shard_index}, {"of", r.shard_count}};
-
-  // The SM clock over the run: per scenario the harness reads it after warm-up and after every
-  // block pair; here the spread of the per-scenario medians and what any scenario saw.
-  std::vector<double> medians;
-  double lowest = kNaN, device_max = kNaN;
-  uint64_t reasons = 0;
-  int dropped = 0, below_max = 0, with_nvml = 0;
-  for (const auto& row : r.rows) {
-    const KernelFigures& k = row.kernel;  // one clock per scenario: both kernels ran under it
-    if (!(k.get("nvml") > 0)) continue;
-    ++with_nvml;
-    medians.push_back(k.get("sm_clock_mhz"));
-    const double lo = k.get("sm_clock_min_mhz");
-    if (!(lowest <= lo)) lowest = lo;
-    device_max = k.get("sm_clock_max_mhz");
-    reasons |= uint64_t(k.get("clock_event_reasons"));
-    dropped += k.get("clock_dropped") > 0;
-    below_max += k.get("clock_below_max") > 0;
-  }
-  j["sm_clock"] = {{"available", with_nvml > 0},
-                   {"scenarios", with_nvml},
-                   {"median_mhz", num(medians.empty() ? kNaN : median(medians))},
-                   {"lowest_median_mhz", num(medians.empty() ? kNaN : min_of(medians))},
-                   {"highest_median_mhz", num(medians.empty() ? kNaN : *std::max_element(medians.begin(), medians.end()))},
-                   {"min_mhz", num(lowest)},
-                   {"device_max_mhz", num(device_max)},
-                   {"event_reasons", reasons},
-                   {"scenarios_clock_dropped", dropped},
-                   {"scenarios_below_max", below_max}};
-
-  json rows = json::array();
-  for (size_t i = 0; i < r.rows.size(); ++i) {
-    const auto& row = r.rows[i];
-    const double km = median(row.samples.kernel), bm = median(row.samples.base);
-    rows.push_back({{"id", row.scenario},
-                    {"shape", row.summary},
-                    {"flops", num(row.flops)},
-                    {"min_bytes", num(row.min_bytes)},
-                    {"kernel_ms", num(km)},
-                    {"base_ms", num(bm)},
-                    {"kernel_min_ms", num(min_of(row.samples.kernel))},
-                    {"base_min_ms", num(min_of(row.samples.base))},
-                    {"kernel_tflops", num(tflops(row.flops, km * 1e-3))},
-                    {"base_tflops", num(tflops(row.flops, bm * 1e-3))},
-                    {"speedup", num(s.scenarios[i].speedup)},
-                    {"speedup_ci95", {num(s.scenarios[i].ci95.lo), num(s.scenarios[i].ci95.hi)}},
-                    {"kernel_speedup", num(clock_speedup(row, "kernel_ms"))},
-                    {"wall_speedup", num(clock_speedup(row, "wall_ms"))},
-                    {"kernel_cv", num(cv(row.samples.kernel))},
-                    {"base_cv", num(cv(row.samples.base))},
-                    {"kernel_rel_noise", num(relative_noise(row.samples.kernel))},
-                    {"base_rel_noise", num(relative_noise(row.samples.base))},
-                    {"calls", row.samples.kernel.size()},
-                    {"stop", row.stop},
-                    {"loop_s", num(row.loop_s)},
-                    {"gpu_processes", row.gpu_processes < 0 ? json(nullptr) : json(row.gpu_processes)},
-                    {"gpu_processes_expected", row.gpu_processes_expected},
-                    {"tracing_overhead_us", num(row.kernel.get("tracing_overhead_us"))},
-                    {"cupti_minus_event_us", num(row.kernel.get("cupti_minus_event_us"))},
-                    {"kernel_timing", figures_json(row.kernel)},
-                    {"base_timing", figures_json(row.base)}});
-  }
-  j["scenarios"] = std::move(rows);
-  json failed = json::array();
-  for (const auto& [id, err] : r.failed) failed.push_back({{"id", id}, {"error", err}});
-  j["failed"] = std::move(failed);
-  return j.dump(1) + "\n";
+  return nlohmann::json(comparison_document(r, s)).dump(1) + "\n";
 }
 
 }  // namespace attngate::bench

@@ -166,4 +166,55 @@ double tflops(double flops, double seconds) {
   return flops / seconds / 1e12;
 }
 
+namespace {
+
+constexpr double kZ95 = 1.959963984540054;
+
+// Half-width of a ratio's 95% interval in log space, where it is symmetric.
+double log_halfwidth(const Interval& ci) {
+  if (!(ci.lo > 0 && ci.hi >= ci.lo)) throw std::invalid_argument("malformed interval");
+  return (std::log(ci.hi) - std::log(ci.lo)) / 2.0;
+}
+
+}  // namespace
+
+SpeedupEstimate geomean_from_intervals(const std::vector<SpeedupEstimate>& scenarios) {
+  if (scenarios.empty()) throw std::invalid_argument("geomean_from_intervals of no scenarios");
+  double log_sum = 0, var_sum = 0;
+  for (const auto& s : scenarios) {
+    if (!(s.speedup > 0)) throw std::invalid_argument("geomean_from_intervals of a non-positive speedup");
+    log_sum += std::log(s.speedup);
+    const double se = log_halfwidth(s.ci95) / kZ95;
+    var_sum += se * se;
+  }
+  const double n = double(scenarios.size());
+  const double mean = log_sum / n, se = std::sqrt(var_sum) / n;
+  return {std::exp(mean), {std::exp(mean - kZ95 * se), std::exp(mean + kZ95 * se)}};
+}
+
+std::string to_string(RunVerdict v) {
+  switch (v) {
+    case RunVerdict::same: return "SAME";
+    case RunVerdict::faster: return "FASTER";
+    case RunVerdict::slower: return "SLOWER";
+    case RunVerdict::ambiguous: return "AMBIGUOUS";
+  }
+  return "AMBIGUOUS";
+}
+
+RunJudgement judge_run(const SpeedupEstimate& current, const SpeedupEstimate& recorded, double threshold) {
+  if (!(current.speedup > 0) || !(recorded.speedup > 0))
+    throw std::invalid_argument("judge_run: speedups must be positive");
+  RunJudgement j;
+  j.ratio = current.speedup / recorded.speedup;
+  const double h = std::hypot(log_halfwidth(current.ci95), log_halfwidth(recorded.ci95));
+  j.ci95 = {j.ratio * std::exp(-h), j.ratio * std::exp(h)};
+  if (j.ci95.lo > 1.0) j.verdict = RunVerdict::faster;
+  else if (j.ci95.hi < 1.0) j.verdict = RunVerdict::slower;
+  else if (j.ci95.lo >= 1.0 - threshold && j.ci95.hi <= 1.0 + threshold) j.verdict = RunVerdict::same;
+  else j.verdict = RunVerdict::ambiguous;
+  j.confirmed_slowdown = j.verdict == RunVerdict::slower && j.ratio < 1.0 - threshold;
+  return j;
+}
+
 }  // namespace attngate::bench

@@ -1,7 +1,7 @@
 // The suite-level result of an interleaved comparison (--compare=KERNEL,BASE): per-scenario
 // speedups on the three clocks, their geometric means (the event-time one with a bootstrap
 // interval), the cross-check figures of both kernels, a console table and a JSON file.
-// bench/README.md ("Comparisons") documents the JSON.
+// bench/README.md ("Comparisons") documents the JSON; comparison_document.hpp types it.
 #pragma once
 
 #include <cstdint>
@@ -9,14 +9,13 @@
 #include <utility>
 #include <vector>
 
+#include "attngate/bench/comparison_document.hpp"
 #include "attngate/bench/harness.hpp"
 #include "attngate/bench/report.hpp"
 #include "attngate/bench/stats.hpp"
 #include "attngate/scenario.hpp"
 
 namespace attngate::bench {
-
-inline constexpr const char* kComparisonSchema = "attngate.comparison/1";
 
 // One kernel's figures on one scenario of a comparison.
 struct KernelFigures {
@@ -81,6 +80,8 @@ double clock_speedup(const ComparisonRow& row, const std::string& field);
 double geomean_clock_speedup(const ComparisonReport& r, const std::string& field);
 
 std::string format_table(const ComparisonReport& r, const SuiteSpeedup& s);
+// The attngate.comparison/1 document of the run (comparison_document.hpp), and its JSON text.
+ComparisonDocument comparison_document(const ComparisonReport& r, const SuiteSpeedup& s);
 std::string to_json(const ComparisonReport& r, const SuiteSpeedup& s);
 
 // "13.0" from 13000; "" for 0.

@@ -75,6 +75,31 @@ struct SuiteSpeedup {
 SuiteSpeedup bootstrap_speedup(const std::vector<PairedSamples>& scenarios, int resamples,
                                uint64_t seed);
 
+// The geometric mean of per-scenario speedups with a 95% interval made from their own intervals,
+// for results whose calls are gone (merged shards): log(geomean) is a mean of logs, so its
+// standard error is sqrt(sum(se_i^2)) / n, se_i being each interval's log half-width / 1.96.
+// Throws std::invalid_argument on no scenarios, a non-positive speedup or a malformed interval.
+SpeedupEstimate geomean_from_intervals(const std::vector<SpeedupEstimate>& scenarios);
+
+// One scenario's speedup in a run against the same scenario's recorded speedup: r = current /
+// recorded, with a 95% interval combining both intervals in quadrature in log space.
+enum class RunVerdict {
+  same,       // the interval contains 1 and lies within [1 - threshold, 1 + threshold]
+  faster,     // the whole interval is above 1
+  slower,     // the whole interval is below 1
+  ambiguous,  // the interval contains 1 but is wider than the threshold: too noisy to tell
+};
+std::string to_string(RunVerdict v);  // "SAME", "FASTER", "SLOWER", "AMBIGUOUS"
+
+struct RunJudgement {
+  RunVerdict verdict = RunVerdict::ambiguous;
+  double ratio = 0;
+  Interval ci95;
+  bool confirmed_slowdown = false;  // slower, and by more than the threshold: a failure of the run
+};
+// Throws std::invalid_argument on a non-positive speedup or a malformed interval.
+RunJudgement judge_run(const SpeedupEstimate& current, const SpeedupEstimate& recorded, double threshold);
+
 // FLOPs over seconds, in TFLOP/s.
 double tflops(double flops, double seconds);
 

@@ -9,27 +9,12 @@
 
 #include <nlohmann/json.hpp>
 
+#include "attngate/verify/json_document.hpp"  // std::optional <-> null, parse_document
+
 #include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
-
-// null <-> std::nullopt: a field that is null in the document (ctest_gpu outside CTest's resource
-// allocation; pci_bus_id, ground_truth, base_seed when no case ran; a run's initial_o/initial_lse
-// when the kernel is not judged against `initial`). nlohmann 3.11.2 has no std::optional support.
-NLOHMANN_JSON_NAMESPACE_BEGIN
-template <typename T>
-struct adl_serializer<std::optional<T>> {
-  static void to_json(json& j, const std::optional<T>& v) {
-    if (v) j = *v;
-    else j = nullptr;
-  }
-  static void from_json(const json& j, std::optional<T>& v) {
-    if (j.is_null()) v.reset();
-    else v = j.get<T>();
-  }
-};
-NLOHMANN_JSON_NAMESPACE_END
 
 namespace attngate::verify {
 
@@ -89,11 +74,7 @@ inline std::string result_file_name(const std::string& kernel, const std::string
 // The document of `j`; throws nlohmann::json::exception when it is not an attngate.verify_result/1
 // (no or another `schema`, or a field of the wrong type). Other absent fields take their defaults.
 inline ResultDocument parse_result_document(const nlohmann::json& j) {
-  if (!j.is_object()) throw nlohmann::json::other_error::create(501, "not an object", &j);
-  const auto it = j.find("schema");
-  if (it == j.end()) throw nlohmann::json::other_error::create(501, "no schema", &j);
-  if (*it != kVerifyResultSchema) throw nlohmann::json::other_error::create(501, "schema is " + it->dump(), &j);
-  return j.get<ResultDocument>();
+  return parse_document<ResultDocument>(j, kVerifyResultSchema);
 }
 
 }  // namespace attngate::verify

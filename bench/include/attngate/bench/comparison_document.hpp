@@ -1,0 +1,176 @@
+// The comparison document (schema attngate.comparison/1): what `attngate_bench(_judge)
+// --compare=K,B --compare_out=FILE` writes (compare.cpp), what the gate report judges
+// (agent_hooks/src/gate_report.cpp) and what `attngate_stats merge|judge` read and write. One typed
+// definition for every writer and reader; the JSON Schema is bench/schema/comparison.schema.json,
+// which the Python tools check a file against. bench/README.md ("Comparisons") says what each
+// field means. NaN and infinity are written as null (std::nullopt here).
+//
+// Header only, no CUDA: agent_hooks includes it without linking CUDA (target
+// attngate::comparison_document).
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <array>
+#include <cmath>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "attngate/verify/json_document.hpp"  // std::optional <-> null, parse_document
+
+namespace attngate::bench {
+
+inline constexpr const char* kComparisonSchema = "attngate.comparison/1";
+
+using Figure = std::optional<double>;  // a measured number; nullopt when it could not be computed
+
+inline Figure figure(double v) { return std::isfinite(v) ? Figure(v) : std::nullopt; }
+
+// One kernel's figures on one scenario. `counters` are the benchmark's counters (bench/README.md's
+// JSON fields table: event_ms, kernel_ms, wall_ms, ...), written flat beside the named fields, so
+// a new counter needs no change here.
+struct KernelTiming {
+  std::string name;
+  std::string process;  // "worker" or "in-process"; anything else counts as not isolated
+  std::vector<std::string> kernel_names;
+  int kernel_count_min = 0, kernel_count_max = 0;
+  bool kernel_count_changed = false;
+  std::vector<std::string> foreign_kernel_names;  // mangled names outside the worker's inventory
+  std::string kernel_tree_sha256, kernel_tree_dir;
+  std::map<std::string, Figure> counters;
+
+  Figure get(const std::string& counter) const {
+    auto it = counters.find(counter);
+    return it == counters.end() ? std::nullopt : it->second;
+  }
+};
+
+inline void to_json(nlohmann::json& j, const KernelTiming& t) {
+  j = nlohmann::json::object();
+  for (const auto& [name, value] : t.counters) j[name] = value;
+  j["name"] = t.name;
+  j["process"] = t.process;
+  j["kernel_names"] = t.kernel_names;
+  j["kernel_count_min"] = t.kernel_count_min;
+  j["kernel_count_max"] = t.kernel_count_max;
+  j["kernel_count_changed"] = t.kernel_count_changed;
+  j["foreign_kernel_names"] = t.foreign_kernel_names;
+  j["kernel_tree_sha256"] = t.kernel_tree_sha256;
+  j["kernel_tree_dir"] = t.kernel_tree_dir;
+}
+
+// The named fields by type (a wrong type throws); every other number or null is a counter.
+inline void from_json(const nlohmann::json& j, KernelTiming& t) {
+  t = KernelTiming{};
+  t.name = j.value("name", std::string{});
+  t.process = j.value("process", std::string{});
+  t.kernel_names = j.value("kernel_names", std::vector<std::string>{});
+  t.kernel_count_min = j.value("kernel_count_min", 0);
+  t.kernel_count_max = j.value("kernel_count_max", 0);
+  t.kernel_count_changed = j.value("kernel_count_changed", false);
+  t.foreign_kernel_names = j.value("foreign_kernel_names", std::vector<std::string>{});
+  t.kernel_tree_sha256 = j.value("kernel_tree_sha256", std::string{});
+  t.kernel_tree_dir = j.value("kernel_tree_dir", std::string{});
+  for (const auto& [key, value] : j.items())
+    if (value.is_number()) t.counters[key] = figure(value.get<double>());
+    else if (value.is_null()) t.counters[key] = std::nullopt;
+}
+
+// One scenario of the comparison.
+struct ComparisonScenario {
+  std::string id;
+  std::string shape;  // scenario_summary()
+  Figure flops, min_bytes;  // min_bytes: Q, K and V read once, O and LSE written once
+  Figure kernel_ms, base_ms;  // median untraced event time of each kernel
+  Figure kernel_min_ms, base_min_ms, kernel_tflops, base_tflops;
+  Figure speedup;                       // base_ms / kernel_ms
+  std::array<Figure, 2> speedup_ci95;  // bootstrap (a single run) or carried over (a merge)
+  Figure kernel_speedup, wall_speedup;  // the same ratio on CUPTI kernel time and on wall time
+  Figure kernel_cv, base_cv, kernel_rel_noise, base_rel_noise;
+  int64_t calls = 0;
+  std::string stop;  // why measuring stopped
+  Figure loop_s;
+  std::optional<int> gpu_processes;  // CUDA processes on the device while measuring; null: unknown
+  int gpu_processes_expected = 1;    // the judge and its workers
+  Figure tracing_overhead_us, cupti_minus_event_us;
+  KernelTiming kernel_timing, base_timing;
+};
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(ComparisonScenario, id, shape, flops, min_bytes, kernel_ms, base_ms,
+                                                kernel_min_ms, base_min_ms, kernel_tflops, base_tflops, speedup,
+                                                speedup_ci95, kernel_speedup, wall_speedup, kernel_cv, base_cv,
+                                                kernel_rel_noise, base_rel_noise, calls, stop, loop_s, gpu_processes,
+                                                gpu_processes_expected, tracing_overhead_us, cupti_minus_event_us,
+                                                kernel_timing, base_timing)
+
+// The SM clock over the run: the spread of the per-scenario medians and what any scenario saw.
+struct SmClockSummary {
+  bool available = false;
+  int scenarios = 0;
+  Figure median_mhz, lowest_median_mhz, highest_median_mhz, min_mhz, device_max_mhz;
+  uint64_t event_reasons = 0;
+  int scenarios_clock_dropped = 0, scenarios_below_max = 0;
+};
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(SmClockSummary, available, scenarios, median_mhz, lowest_median_mhz,
+                                                highest_median_mhz, min_mhz, device_max_mhz, event_reasons,
+                                                scenarios_clock_dropped, scenarios_below_max)
+
+struct ShardInfo {
+  int index = 0, of = 1;  // --shard=i/N: this document holds shard i of N
+};
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(ShardInfo, index, of)
+
+struct FailedScenario {
+  std::string id, error;
+};
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(FailedScenario, id, error)
+
+// A shard file a merged document was made from (attngate_stats merge).
+struct MergedShard {
+  std::string file;
+  ShardInfo shard;
+  std::string device;
+  Figure wall_s;
+};
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(MergedShard, file, shard, device, wall_s)
+
+struct ComparisonDocument {
+  std::string schema = kComparisonSchema;
+  std::string kernel, base, suite, device;
+  int device_sm = 0;
+  std::string driver_version, cuda_driver_version, cuda_runtime_version;  // "580.159.04", "13.0", "13.0"
+  std::string speedup_definition =
+      "median untraced event time of base / of kernel; > 1 means kernel is faster";
+  Figure peak_tflops, hbm_tbps, noise_target;
+  Figure geomean_speedup;
+  std::array<Figure, 2> geomean_ci95;
+  // How geomean_ci95 was made: "bootstrap" over the calls (one run), or from the per-scenario
+  // intervals (a merge of shards, whose calls are gone).
+  std::string geomean_method = "bootstrap";
+  Figure geomean_kernel_speedup, geomean_wall_speedup;
+  int bootstrap_resamples = 0;
+  uint64_t bootstrap_seed = 0;
+  Figure wall_s;  // the whole run; a merge: its slowest shard
+  ShardInfo shard;
+  SmClockSummary sm_clock;
+  std::vector<ComparisonScenario> scenarios;
+  std::vector<FailedScenario> failed;
+  std::vector<MergedShard> merged_from;  // empty unless attngate_stats merge wrote it
+  std::vector<std::string> problems;     // a merge's: missing or doubled scenarios, failures
+};
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(ComparisonDocument, schema, kernel, base, suite, device, device_sm,
+                                                driver_version, cuda_driver_version, cuda_runtime_version,
+                                                speedup_definition, peak_tflops, hbm_tbps, noise_target,
+                                                geomean_speedup, geomean_ci95, geomean_method, geomean_kernel_speedup,
+                                                geomean_wall_speedup, bootstrap_resamples, bootstrap_seed, wall_s,
+                                                shard, sm_clock, scenarios, failed, merged_from, problems)
+
+// The document of `j`; throws nlohmann::json::exception when it is not an attngate.comparison/1
+// (no or another `schema`, or a field of the wrong type). Absent fields take their defaults.
+inline ComparisonDocument parse_comparison_document(const nlohmann::json& j) {
+  return parse_document<ComparisonDocument>(j, kComparisonSchema);
+}
+
+}  // namespace attngate::bench
