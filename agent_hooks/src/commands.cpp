@@ -329,7 +329,7 @@ Evaluation evaluate(const Context& ctx, const EvaluationInput& in) {
   std::optional<std::string> source = in.candidate_source ? in.candidate_source : read_file(ctx.candidate);
   std::string file_sha = source ? sha256_hex(*source) : std::string{};
   std::string sha = file_sha;
-  std::string measured = in.report.provenance.value("candidate_sha256", std::string{});
+  std::string measured = in.report.provenance.candidate_sha256;
   if (!measured.empty() && measured != file_sha) {
     // The measurement belongs to the source the gate hashed, not to what is on disk now.
     *ctx.err << "attngate: warning: the report measured candidate " << short_sha(measured) << ", but "
@@ -468,11 +468,6 @@ void fail_with(GateReport& report, const std::string& code, const std::string& d
   report.reasons.push_back({code, {}, detail});
 }
 
-std::string provenance_string(const GateReport& report, const char* key) {
-  auto it = report.provenance.find(key);
-  return it != report.provenance.end() && it->is_string() ? it->get<std::string>() : std::string{};
-}
-
 // The source folder a build folder was configured from (CMakeCache.txt's CMAKE_HOME_DIRECTORY).
 std::optional<fs::path> configured_source(const fs::path& build) {
   std::ifstream cache(build / "CMakeCache.txt");
@@ -609,7 +604,7 @@ void check_candidate_unchanged(const Context& ctx, const TreeListing& before, Ev
               dir + " changed during the gate run" + (first.empty() ? "" : " (" + first + ")") + ": tree " +
                   tree_name(pre) + " before the build, " + tree_name(post) + " " + when);
   }
-  const std::string built = provenance_string(in.report, "candidate_tree_sha256_built");
+  const std::string built = in.report.provenance.candidate_tree_sha256_built.value_or("");
   if (!built.empty() && built != pre)
     fail_with(in.report, "CANDIDATE_CHANGED",
               "the measured binaries were built from " + dir + " tree " + tree_name(built) +
@@ -622,7 +617,7 @@ void check_head_unchanged(const Context& ctx, EvaluationInput& in, const std::st
   if (!in.git || in.git->commit.empty()) return;
   const std::string& start = in.git->commit;
   const std::string now = git_state(ctx.repo, candidate_rel(ctx)).commit;
-  const std::string measured = provenance_string(in.report, "attngate_commit");
+  const std::string measured = in.report.provenance.attngate_commit;
   if (now != start)
     fail_with(in.report, "HEAD_CHANGED",
               "git HEAD moved during the gate run: " + short_sha(start) + " at the start, " + short_or(now, "none") +

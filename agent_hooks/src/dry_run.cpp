@@ -46,23 +46,20 @@ void apply_directive(const std::string& tok, DryRunPlan& plan) {
   }
 }
 
-json reason(const std::string& code, const std::vector<std::string>& ids, const std::string& detail) {
-  return {{"code", code}, {"scenarios", ids}, {"detail", detail}};
-}
-
-json scenario_row(const std::string& id, const std::string& shape, double sp, bool correct) {
-  return {{"id", id},
-          {"shape", shape},
-          {"status", correct ? "passed" : "failed"},
-          {"correct", correct},
-          {"speedup", sp},
-          {"ci_low", sp * 0.99},
-          {"ci_high", sp * 1.01},
-          {"kernel_speedup", sp},
-          {"wall_speedup", sp},
-          {"candidate", {{"kernel_count", 1}, {"streams", 1}}},
-          {"baseline", {{"kernel_count", 1}, {"streams", 1}}},
-          {"flags", json::array()}};
+ScenarioResult scenario_row(const std::string& id, const std::string& shape, double sp, bool correct) {
+  ScenarioResult row;
+  row.id = id;
+  row.shape = shape;
+  row.status = correct ? "passed" : "failed";
+  row.correct = correct;
+  row.speedup = sp;
+  row.ci_low = sp * 0.99;
+  row.ci_high = sp * 1.01;
+  row.kernel_speedup = sp;
+  row.wall_speedup = sp;
+  row.candidate.kernel_count = row.baseline.kernel_count = 1;
+  row.candidate.streams = row.baseline.streams = 1;
+  return row;
 }
 
 std::string prefixed(const std::string& text) {
@@ -119,19 +116,18 @@ Evaluation dry_run_evaluate(const Context& dry, const Context& ctx, const GateOp
   } catch (const std::exception& e) {
     *dry.err << "attngate: warning: cannot hash the candidate folder: " << e.what() << "\n";
   }
-  json report = dry_run_report(load_dry_run_suite(ctx, o), parse_dry_run_plan(in.candidate_source.value_or("")));
-  report["dry_run"] = true;  // `attngate record` refuses a report that says so
-  report["provenance"] = {{"gpu", "none (dry run)"},
-                          {"candidate", ctx.candidate.string()},
-                          {"candidate_sha256", in.candidate_source ? sha256_hex(*in.candidate_source) : ""},
-                          {"candidate_tree_sha256", in.candidate_tree_sha256}};
+  GateReport report = dry_run_report(load_dry_run_suite(ctx, o), parse_dry_run_plan(in.candidate_source.value_or("")));
+  report.provenance.gpu = "none (dry run)";
+  report.provenance.candidate = ctx.candidate.string();
+  report.provenance.candidate_sha256 = in.candidate_source ? sha256_hex(*in.candidate_source) : "";
+  report.provenance.candidate_tree_sha256 = in.candidate_tree_sha256;
   if (!in.candidate_source) {
-    report["verdict"] = "fail";
-    report["reasons"].push_back(reason("TEST_CRASHED", {}, "cannot read the candidate source " + ctx.candidate.string()));
+    report.verdict = "fail";
+    report.reasons.push_back({"TEST_CRASHED", {}, "cannot read the candidate source " + ctx.candidate.string()});
   }
   const fs::path file = dry_run_report_file(dry.lineage);
-  write_text(file, report.dump(1) + "\n");
-  in.report = parse_report(report);
+  write_text(file, json(report).dump(1) + "\n");
+  in.report = report;
   in.report_path = file.string();
   std::string why;
   auto copy = PendingVersion::take(candidate_dir(ctx), dry.lineage, in.candidate_tree_sha256, why);
@@ -173,9 +169,12 @@ double planned_speedup(const DryRunPlan& plan, const std::string& id) {
   return s;
 }
 
-json dry_run_report(const DryRunSuite& suite, const DryRunPlan& plan) {
+GateReport dry_run_report(const DryRunSuite& suite, const DryRunPlan& plan) {
   if (suite.scenarios.empty()) throw std::runtime_error("the gate suite has no scenarios");
-  json rows = json::array(), reasons = json::array();
+  GateReport r;
+  r.dry_run = true;  // `attngate record` refuses a report that says so
+  std::vector<ScenarioResult>& rows = r.scenarios;
+  std::vector<Reason>& reasons = r.reasons;
   std::vector<std::string> ids, below;
   double log_sum = 0;
   for (const auto& [id, shape] : suite.scenarios) {
@@ -188,27 +187,27 @@ json dry_run_report(const DryRunSuite& suite, const DryRunPlan& plan) {
   const double g = std::exp(log_sum / static_cast<double>(ids.size()));
   const double lo = g * 0.995, hi = g * 1.005;
   if (plan.incorrect)
-    reasons.push_back(reason("CORRECTNESS_FAILED", ids, "simulated: the candidate source says attngate-dry-run: incorrect"));
+    reasons.push_back({"CORRECTNESS_FAILED", ids, "simulated: the candidate source says attngate-dry-run: incorrect"});
   if (lo < suite.target)
-    reasons.push_back(reason("GEOMEAN_BELOW_TARGET", {},
-                             "simulated geomean " + fmt("%.4f", g) + ", 95% CI [" + fmt("%.4f", lo) + ", " +
-                                 fmt("%.4f", hi) + "]: the lower bound does not clear the target " +
-                                 fmt("%.4f", suite.target)));
+    reasons.push_back({"GEOMEAN_BELOW_TARGET", {},
+                       "simulated geomean " + fmt("%.4f", g) + ", 95% CI [" + fmt("%.4f", lo) + ", " + fmt("%.4f", hi) +
+                           "]: the lower bound does not clear the target " + fmt("%.4f", suite.target)});
   if (!below.empty())
-    reasons.push_back(reason("SCENARIO_BELOW_FLOOR", below,
-                             below.front() + ": simulated speedup " + fmt("%.4f", planned_speedup(plan, below.front())) +
-                                 " < floor " + fmt("%.4f", suite.floor)));
-  return {{"schema", kReportSchema},
-          {"verdict", reasons.empty() ? "pass" : "fail"},
-          {"reasons", reasons},
-          {"suite", "gate"},
-          {"target", {{"geomean", suite.target}, {"scenario_floor", suite.floor}, {"baseline", suite.baseline},
-                      {"kernel", suite.kernel}}},
-          {"geomean", {{"speedup", g}, {"ci_low", lo}, {"ci_high", hi}, {"kernel_speedup", g}, {"wall_speedup", g},
-                       {"scenarios", ids.size()}}},
-          {"scenarios", rows},
-          {"dry_run", true},
-          {"time", now_iso8601()}};
+    reasons.push_back({"SCENARIO_BELOW_FLOOR", below,
+                       below.front() + ": simulated speedup " + fmt("%.4f", planned_speedup(plan, below.front())) +
+                           " < floor " + fmt("%.4f", suite.floor)});
+  r.verdict = reasons.empty() ? "pass" : "fail";
+  r.suite = "gate";
+  r.target.geomean = suite.target;
+  r.target.scenario_floor = suite.floor;
+  r.target.baseline = suite.baseline;
+  r.target.kernel = suite.kernel;
+  r.geomean.speedup = r.geomean.kernel_speedup = r.geomean.wall_speedup = g;
+  r.geomean.ci_low = lo;
+  r.geomean.ci_high = hi;
+  r.geomean.scenarios = std::int64_t(ids.size());
+  r.time = now_iso8601();
+  return r;
 }
 
 int cmd_gate_dry_run(const Context& ctx, const GateOptions& o) {

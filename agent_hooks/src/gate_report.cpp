@@ -183,28 +183,43 @@ class Reasons {
 
 // The candidate's or baseline's figures on one scenario, from the comparison's *_timing object.
 // The report's summary of one kernel's figures on a scenario (the rules below read it).
-json timing_json(const bench::KernelTiming& t) {
-  json j = json::object();
-  for (const char* k : {"event_ms", "kernel_ms", "span_ms", "wall_ms", "cycles", "kernel_cycles", "tflops", "pct_peak",
-                        "memcpy_per_call", "memset_per_call", "sm_clock_mhz"})
-    j[k] = opt_json(t.get(k));
-  auto as_int = [&](const char* k) { return t.get(k) ? json(std::llround(*t.get(k))) : json(nullptr); };
-  j["kernel_count"] = as_int("kernels_per_call");
-  j["kernel_count_min"] = as_int("kernel_count_min");
-  j["kernel_count_max"] = as_int("kernel_count_max");
-  j["kernel_count_changed"] = t.kernel_count_changed;
-  j["streams"] = as_int("streams");
-  j["foreign_stream_kernels"] = as_int("foreign_stream_kernels");
-  j["traced_calls"] = as_int("traced_samples");
-  j["held_timeouts"] = as_int("held_timeouts");
-  j["kernel_names"] = t.kernel_names;
-  // The other clocks the rules compare, and isolation (kernels/worker): where the kernel ran, the
-  // calls on fresh inputs, the calls the judge checked, the worker's inventory and what it lacked.
-  for (const char* k : {"traced_event_ms", "traced_wall_ms", "cupti_minus_traced_event_us", "isolated", "fresh_calls",
-                        "fresh_event_ms", "fresh_wall_ms", "checked_calls", "inventory_kernels", "foreign_kernels"})
-    j[k] = opt_json(t.get(k));
-  j["process"] = t.process;
-  j["foreign_kernel_names"] = t.foreign_kernel_names;
+Timing judged_timing(const bench::KernelTiming& t) {
+  auto as_int = [&](const char* k) {
+    return t.get(k) ? std::optional<std::int64_t>(std::llround(*t.get(k))) : std::nullopt;
+  };
+  Timing j;
+  j.event_ms = t.get("event_ms");
+  j.kernel_ms = t.get("kernel_ms");
+  j.span_ms = t.get("span_ms");
+  j.wall_ms = t.get("wall_ms");
+  j.cycles = t.get("cycles");
+  j.kernel_cycles = t.get("kernel_cycles");
+  j.tflops = t.get("tflops");
+  j.pct_peak = t.get("pct_peak");
+  j.memcpy_per_call = t.get("memcpy_per_call");
+  j.memset_per_call = t.get("memset_per_call");
+  j.sm_clock_mhz = t.get("sm_clock_mhz");
+  j.kernel_count = as_int("kernels_per_call");
+  j.kernel_count_min = as_int("kernel_count_min");
+  j.kernel_count_max = as_int("kernel_count_max");
+  j.kernel_count_changed = t.kernel_count_changed;
+  j.streams = as_int("streams");
+  j.foreign_stream_kernels = as_int("foreign_stream_kernels");
+  j.traced_calls = as_int("traced_samples");
+  j.held_timeouts = as_int("held_timeouts");
+  j.kernel_names = t.kernel_names;
+  j.traced_event_ms = t.get("traced_event_ms");
+  j.traced_wall_ms = t.get("traced_wall_ms");
+  j.cupti_minus_traced_event_us = t.get("cupti_minus_traced_event_us");
+  j.isolated = t.get("isolated");
+  j.fresh_calls = t.get("fresh_calls");
+  j.fresh_event_ms = t.get("fresh_event_ms");
+  j.fresh_wall_ms = t.get("fresh_wall_ms");
+  j.checked_calls = t.get("checked_calls");
+  j.inventory_kernels = t.get("inventory_kernels");
+  j.foreign_kernels = t.get("foreign_kernels");
+  j.process = t.process;
+  j.foreign_kernel_names = t.foreign_kernel_names;
   return j;
 }
 
@@ -242,52 +257,46 @@ struct Policy {
   // Library-backed controls (the in-process cuDNN kernel): kernels under test that may launch
   // kernels outside their inventory. The shipped gate names none, so a candidate never may.
   std::set<std::string> library_controls;
-  json record = json::object();
+  PolicyRecord record;
 };
 
 Policy read_policy(const Suite& suite, const std::string& suite_file) {
   Policy p;
+  PolicyRecord& r = p.record;
   auto value_of = [&](const char* key, const char* def, std::string* source) {
     std::string v = setting(suite, key);
     *source = v.empty() ? std::string("default") : suite_file + " settings." + key;
     return v.empty() ? std::string(def) : v;
   };
-  auto number = [&](const char* key, const char* def) {
-    std::string source;
-    const std::string v = value_of(key, def, &source);
-    const double x = parse_number(source == "default" ? std::string("default ") + key : source, v, 0, true);
-    p.record[key] = x;
-    p.record[std::string(key) + "_source"] = source;
-    return x;
+  auto number = [&](const char* key, const char* def, double* value, std::string* source) {
+    const std::string v = value_of(key, def, source);
+    *value = parse_number(*source == "default" ? std::string("default ") + key : *source, v, 0, true);
+    return *value;
   };
-  auto fail_or_allow = [&](const char* key, const char* def) {
-    std::string source;
-    const std::string v = value_of(key, def, &source);
-    if (v != "fail" && v != "allow") throw ReportConfigError(source + "='" + v + "' is not fail or allow");
-    p.record[key] = v;
-    p.record[std::string(key) + "_source"] = source;
-    return v == "fail";
+  auto fail_or_allow = [&](const char* key, const char* def, std::string* value, std::string* source) {
+    *value = value_of(key, def, source);
+    if (*value != "fail" && *value != "allow") throw ReportConfigError(*source + "='" + *value + "' is not fail or allow");
+    return *value == "fail";
   };
-  p.clock_tolerance = number("clock_tolerance", kDefaultClockTolerance);
-  p.clock_slack_ms = number("clock_slack_ms", kDefaultClockSlackMs);
-  p.wall_slack_ms = number("wall_slack_ms", kDefaultWallSlackMs);
-  p.candidate_foreign_fail = fail_or_allow("candidate_foreign_kernels", kDefaultCandidateForeignKernels);
-  p.baseline_foreign_fail = fail_or_allow("baseline_foreign_kernels", kDefaultBaselineForeignKernels);
-  p.nondeterminism_fail = fail_or_allow("nondeterminism", kDefaultNondeterminism);
-  {
-    std::string source;
-    std::stringstream list(value_of("library_controls", "", &source));
-    for (std::string k; std::getline(list, k, ',');)
-      if (!k.empty()) p.library_controls.insert(k);
-    p.record["library_controls"] = std::vector<std::string>(p.library_controls.begin(), p.library_controls.end());
-    p.record["library_controls_source"] = source;
-  }
-  p.record["clock_rule"] =
+  p.clock_tolerance = number("clock_tolerance", kDefaultClockTolerance, &r.clock_tolerance, &r.clock_tolerance_source);
+  p.clock_slack_ms = number("clock_slack_ms", kDefaultClockSlackMs, &r.clock_slack_ms, &r.clock_slack_ms_source);
+  p.wall_slack_ms = number("wall_slack_ms", kDefaultWallSlackMs, &r.wall_slack_ms, &r.wall_slack_ms_source);
+  p.candidate_foreign_fail = fail_or_allow("candidate_foreign_kernels", kDefaultCandidateForeignKernels,
+                                           &r.candidate_foreign_kernels, &r.candidate_foreign_kernels_source);
+  p.baseline_foreign_fail = fail_or_allow("baseline_foreign_kernels", kDefaultBaselineForeignKernels,
+                                          &r.baseline_foreign_kernels, &r.baseline_foreign_kernels_source);
+  p.nondeterminism_fail = fail_or_allow("nondeterminism", kDefaultNondeterminism, &r.nondeterminism,
+                                        &r.nondeterminism_source);
+  std::stringstream list(value_of("library_controls", "", &r.library_controls_source));
+  for (std::string k; std::getline(list, k, ',');)
+    if (!k.empty()) p.library_controls.insert(k);
+  r.library_controls.assign(p.library_controls.begin(), p.library_controls.end());
+  r.clock_rule =
       "per pair of clocks, |(candidate X - Y) - (baseline X - Y)| <= clock_tolerance * max(event_ms) + clock_slack_ms "
       "(event-time pairs) or + wall_slack_ms (wall vs event; 3 x wall_slack_ms for the wall time of the few fresh calls)";
-  p.record["plausibility_rule"] =
+  r.plausibility_rule =
       "no clock of the candidate below 1e3 * max(flops / (peak_tflops * 1e12), min_bytes / (hbm_tbps * 1e12)) ms";
-  p.record["isolation"] = "required: the candidate runs in a worker process";
+  r.isolation = "required: the candidate runs in a worker process";
   return p;
 }
 
@@ -418,27 +427,27 @@ std::string best_baseline_cell(const json& s) {
 
 // Adds each scenario's best measured baseline (bench/baselines/<gpu>.json) and the candidate's
 // fraction of its TFLOPS; returns the report's `baselines`: library -> scenario id -> TFLOPS.
-json apply_best_baselines(json& scenarios, const BestBaselines& best) {
-  json by_library = json::object();
+Baselines apply_best_baselines(std::vector<ScenarioResult>& scenarios, const BestBaselines& best) {
+  Baselines by_library;
   for (auto& row : scenarios) {
-    row["best_baseline"] = nullptr;
-    row["fraction_of_best"] = nullptr;
-    auto it = best.scenarios.find(str(row, "id"));
+    auto it = best.scenarios.find(row.id);
     if (it == best.scenarios.end()) continue;
     const BestBaseline& b = it->second;
-    row["best_baseline"] = {{"library", b.library}, {"tflops", b.tflops}, {"date", b.date}};
-    if (auto tf = num(row, "tflops")) row["fraction_of_best"] = *tf / b.tflops;
-    by_library[b.library][str(row, "id")] = b.tflops;
+    row.best_baseline = BestBaselineRef{b.library, b.tflops, b.date};
+    if (row.tflops) row.fraction_of_best = *row.tflops / b.tflops;
+    by_library[b.library][row.id] = b.tflops;
   }
   return by_library;
 }
 
-json best_baselines_info(const BestBaselines& best) {
-  return {{"file", best.file.empty() ? json(nullptr) : json(best.file.string())},
-          {"gpu", best.gpu},
-          {"updated", best.updated},
-          {"scenarios", best.scenarios.size()},
-          {"note", best.note}};
+BestBaselinesInfo best_baselines_info(const BestBaselines& best) {
+  BestBaselinesInfo info;
+  if (!best.file.empty()) info.file = best.file.string();
+  info.gpu = best.gpu;
+  info.updated = best.updated;
+  info.scenarios = std::int64_t(best.scenarios.size());
+  info.note = best.note;
+  return info;
 }
 
 std::string markdown(const json& r, const Reasons& reasons) {
@@ -622,30 +631,32 @@ GateReportOutput build_gate_report(const ReportInputs& in) {
   const std::string suite_file = fs::path(suite.file).filename().string();
 
   // Targets: the suite's settings, overridden by the environment.
-  json target = {{"kernel", kernel}, {"baseline", baseline}};
+  Target target;
+  target.kernel = kernel;
+  target.baseline = baseline;
   double geomean_target = 0, floor = 0;
   if (const char* env = std::getenv("ATTNGATE_GEOMEAN_TARGET"); env && *env) {
     geomean_target = parse_number("ATTNGATE_GEOMEAN_TARGET", env, 0, false);
-    target["geomean_source"] = "ATTNGATE_GEOMEAN_TARGET";
+    target.geomean_source = "ATTNGATE_GEOMEAN_TARGET";
   } else if (auto v = setting(suite, "geomean_target"); !v.empty()) {
     geomean_target = parse_number(suite_file + " settings.geomean_target", v, 0, false);
-    target["geomean_source"] = suite_file + " settings.geomean_target";
+    target.geomean_source = suite_file + " settings.geomean_target";
   } else {
     throw ReportConfigError("no geomean target: set settings.geomean_target in " + suite.file +
                             " or ATTNGATE_GEOMEAN_TARGET");
   }
   if (const char* env = std::getenv("ATTNGATE_SCENARIO_FLOOR"); env && *env) {
     floor = parse_number("ATTNGATE_SCENARIO_FLOOR", env, 0, true);
-    target["scenario_floor_source"] = "ATTNGATE_SCENARIO_FLOOR";
+    target.scenario_floor_source = "ATTNGATE_SCENARIO_FLOOR";
   } else if (auto v = setting(suite, "scenario_floor"); !v.empty()) {
     floor = parse_number(suite_file + " settings.scenario_floor", v, 0, true);
-    target["scenario_floor_source"] = suite_file + " settings.scenario_floor";
+    target.scenario_floor_source = suite_file + " settings.scenario_floor";
   } else {
-    target["scenario_floor_source"] = "none (no settings.scenario_floor)";
+    target.scenario_floor_source = "none (no settings.scenario_floor)";
   }
-  target["geomean"] = geomean_target;
-  target["scenario_floor"] = floor;
-  target["rule"] = "geomean CI lower bound >= geomean; every scenario's speedup >= scenario_floor";
+  target.geomean = geomean_target;
+  target.scenario_floor = floor;
+  target.rule = "geomean CI lower bound >= geomean; every scenario's speedup >= scenario_floor";
   const Policy policy = read_policy(suite, suite_file);
 
   // Freshness: only files written after gate.setup's marker belong to this run.
@@ -686,7 +697,7 @@ GateReportOutput build_gate_report(const ReportInputs& in) {
   };
 
   Reasons reasons;
-  json scenarios = json::array();
+  std::vector<ScenarioResult> scenarios;
   std::string base_seed;
   bool any_no_device = false;
   std::string no_device_detail;
@@ -694,12 +705,14 @@ GateReportOutput build_gate_report(const ReportInputs& in) {
   // Correctness: one verify result per scenario of every suite the gate checks; the gate suite's
   // rows also carry its timing (below), the others' are counted in `correctness`.
   const std::vector<const Suite*> checked = correctness_suites(suites, suite, in.scenarios_dir);
-  json correctness = {{"suites", json::array()}, {"scenarios", 0}, {"passed", 0}, {"failed", json::array()}};
+  Correctness correctness;
   std::set<std::string> verified_trees;  // kernel_tree_sha256 of the worker each verify result came from
-  for (const Suite* cs : checked) correctness["suites"].push_back(cs->name);
+  for (const Suite* cs : checked) correctness.suites.push_back(cs->name);
   for (const Suite* cs : checked)
   for (const auto& s : cs->scenarios) {
-    json row = {{"id", s.id}, {"shape", scenario_summary(s)}};
+    ScenarioResult row;
+    row.id = s.id;
+    row.shape = scenario_summary(s);
     const fs::path file = result_file(in, kernel, s.id);
     const std::string test = "verify." + kernel + "." + s.id;
     std::string err;
@@ -716,21 +729,21 @@ GateReportOutput build_gate_report(const ReportInputs& in) {
       return doc.has_value();
     };
     if (!fs::exists(file)) {
-      row["status"] = "missing";
+      row.status = "missing";
       auto [code, detail] = missing(test, in.verify_timeout_s, "no result " + file.filename().string());
       reasons.add(code, s.id, detail);
     } else if (!fresh(file)) {
-      row["status"] = "stale";
+      row.status = "stale";
       reasons.add("TEST_CRASHED", s.id, file.string() + " is older than this gate run: the test did not run" + stale_note);
     } else if (!(res = read_json(file, &err)) || !parse()) {
-      row["status"] = "unreadable";
+      row.status = "unreadable";
       reasons.add("TEST_CRASHED", s.id, err);
     } else {
       const verify::ResultDocument& r = *doc;
       if (r.kernel_tree_sha256 && !r.kernel_tree_sha256->empty()) verified_trees.insert(*r.kernel_tree_sha256);
       const std::string& status = r.status;
       const std::string result_seed = r.base_seed.value_or("");
-      row["status"] = status;
+      row.status = status;
       if (base_seed.empty()) base_seed = result_seed;
       std::optional<double> o_max, lse_max;
       std::string first_reason;
@@ -741,22 +754,22 @@ GateReportOutput build_gate_report(const ReportInputs& in) {
         if (first_reason.empty() && !run.pass)
           first_reason = run.distribution + ": " + (run.reasons.empty() ? std::string("failed") : run.reasons[0]);
       }
-      row["o_max_abs"] = opt_json(o_max);
-      row["lse_max_abs"] = opt_json(lse_max);
-      if (!result_seed.empty()) row["base_seed"] = result_seed;
+      row.o_max_abs = o_max;
+      row.lse_max_abs = lse_max;
+      row.base_seed = result_seed;
       if (status == "passed") {
-        row["correct"] = true;
+        row.correct = true;
       } else if (status == "failed" && only_nondeterministic(r)) {
         // Within the error bounds, but a repeated call differs: its own reason, and a policy.
-        row["nondeterministic"] = true;
-        row["correct"] = !policy.nondeterminism_fail;
-        row["flags"] = json::array({"NONDETERMINISTIC"});
+        row.nondeterministic = true;
+        row.correct = !policy.nondeterminism_fail;
+        row.flags = {"NONDETERMINISTIC"};
         if (policy.nondeterminism_fail)
           reasons.add("NONDETERMINISTIC", s.id,
                       s.id + " (" + first_reason + "); replay: ATTNGATE_SEED=" + result_seed + " ctest -R '" +
                           test + "$' (settings.nondeterminism: fail)");
       } else if (status == "failed") {
-        row["correct"] = false;
+        row.correct = false;
         reasons.add("CORRECTNESS_FAILED", s.id,
                     s.id + " (" + (first_reason.empty() ? std::string("see the test output") : first_reason) +
                         "); replay: ATTNGATE_SEED=" + result_seed + " ctest -R '" + test + "$'");
@@ -772,16 +785,16 @@ GateReportOutput build_gate_report(const ReportInputs& in) {
         reasons.add("TEST_CRASHED", s.id, test + " wrote an unknown status '" + status + "'");
       }
     }
-    correctness["scenarios"] = correctness["scenarios"].get<int>() + 1;
-    if (row.value("correct", false)) correctness["passed"] = correctness["passed"].get<int>() + 1;
-    else correctness["failed"].push_back(s.id);
+    ++correctness.scenarios;
+    if (row.correct.value_or(false)) ++correctness.passed;
+    else correctness.failed.push_back(s.id);
     if (cs == &suite) scenarios.push_back(std::move(row));
   }
   if (any_no_device) reasons.add("NO_DEVICE", "", no_device_detail + " (gate.device fails for the same reason)");
 
   // Performance: the comparison of kernel against baseline, interleaved, on every scenario.
-  json geomean = json::object();
-  json perf_info = json::object();
+  Geomean geomean;
+  PerformanceInfo perf_info;
   std::string perr;
   std::optional<json> perf_json;
   std::optional<bench::ComparisonDocument> perf;
@@ -815,7 +828,7 @@ GateReportOutput build_gate_report(const ReportInputs& in) {
     for (const auto& f : P.failed) failed[f.id] = f.error;
     perf_complete = true;
     for (auto& row : scenarios) {
-      const std::string id = row["id"];
+      const std::string id = row.id;
       auto it = by_id.find(id);
       if (it == by_id.end()) {
         perf_complete = false;
@@ -833,22 +846,21 @@ GateReportOutput build_gate_report(const ReportInputs& in) {
         continue;
       }
       const bench::ComparisonScenario& ps = *it->second;
-      const json cand = timing_json(ps.kernel_timing);
-      const json base = timing_json(ps.base_timing);
+      row.candidate = judged_timing(ps.kernel_timing);
+      row.baseline = judged_timing(ps.base_timing);
+      const json cand = row.candidate, base = row.baseline;  // the rules read the figures by name
       if (const auto& tree = ps.kernel_timing.kernel_tree_sha256; !tree.empty()) built_trees.insert(tree);
       if (const auto& dir = ps.kernel_timing.kernel_tree_dir; !dir.empty()) built_tree_dir = dir;
-      row["speedup"] = ps.speedup;
-      row["ci_low"] = ps.speedup_ci95[0];
-      row["ci_high"] = ps.speedup_ci95[1];
-      row["kernel_speedup"] = ps.kernel_speedup;
-      row["wall_speedup"] = ps.wall_speedup;
-      row["tflops"] = cand["tflops"];
-      row["percent_of_peak"] = cand["pct_peak"];
-      row["calls"] = ps.calls;
-      row["candidate"] = cand;
-      row["baseline"] = base;
+      row.speedup = ps.speedup;
+      row.ci_low = ps.speedup_ci95[0];
+      row.ci_high = ps.speedup_ci95[1];
+      row.kernel_speedup = ps.kernel_speedup;
+      row.wall_speedup = ps.wall_speedup;
+      row.tflops = row.candidate.tflops;
+      row.percent_of_peak = row.candidate.pct_peak;
+      row.calls = ps.calls;
 
-      std::vector<std::string> flags = row.value("flags", std::vector<std::string>{});
+      std::vector<std::string>& flags = row.flags;
       auto flag = [&](const std::string& code, const std::string& detail, bool failure = true) {
         flags.push_back(code);
         if (failure) reasons.add(code, id, id + ": " + detail);
@@ -907,7 +919,7 @@ GateReportOutput build_gate_report(const ReportInputs& in) {
       if (auto d = clock_disagreements(cand, base, policy); !d.empty()) flag("CLOCK_DISAGREE", join(d, "; "));
       // No clock beats the device.
       const Plausibility pl = plausibility(P, ps, cand, base, policy.wall_slack_ms);
-      row["floor_ms"] = opt_json(pl.floor_ms);
+      row.floor_ms = pl.floor_ms;
       if (pl.hit) flag("IMPLAUSIBLE", pl.detail);
       // Kernels the worker's own build did not define (a library call, a kernel loaded at run time).
       auto foreign_kernels = [&](const json& t, const std::string& role, const std::string& name, const char* key) {
@@ -924,64 +936,56 @@ GateReportOutput build_gate_report(const ReportInputs& in) {
       if (policy.candidate_foreign_fail && !library_control)
         foreign_kernels(cand, "the candidate", kernel, "candidate_foreign_kernels");
       if (policy.baseline_foreign_fail) foreign_kernels(base, "the baseline", baseline, "baseline_foreign_kernels");
-      row["flags"] = flags;
     }
-    geomean = {{"speedup", P.geomean_speedup},
-               {"ci_low", nullptr},
-               {"ci_high", nullptr},
-               {"kernel_speedup", P.geomean_kernel_speedup},
-               {"wall_speedup", P.geomean_wall_speedup},
-               {"scenarios", P.scenarios.size()},
-               {"bootstrap_resamples", P.bootstrap_resamples}};
+    geomean.speedup = P.geomean_speedup;
+    geomean.kernel_speedup = P.geomean_kernel_speedup;
+    geomean.wall_speedup = P.geomean_wall_speedup;
+    geomean.scenarios = std::int64_t(P.scenarios.size());
+    geomean.bootstrap_resamples = P.bootstrap_resamples;
     if (P.geomean_ci95[0] && P.geomean_ci95[1]) {
-      geomean["ci_low"] = *P.geomean_ci95[0];
-      geomean["ci_high"] = *P.geomean_ci95[1];
+      geomean.ci_low = P.geomean_ci95[0];
+      geomean.ci_high = P.geomean_ci95[1];
     }
     if (perf_complete) {
-      auto lo = num(geomean, "ci_low");
+      auto lo = geomean.ci_low;
       if (!lo)
         reasons.add("GEOMEAN_BELOW_TARGET", "", "the comparison has no confidence interval of the geomean");
       else if (*lo < geomean_target)
         reasons.add("GEOMEAN_BELOW_TARGET", "",
-                    "geomean " + opt_fmt("%.4f", num(geomean, "speedup")) + ", 95% CI [" + fmt("%.4f", *lo) + ", " +
-                        opt_fmt("%.4f", num(geomean, "ci_high")) + "]: the lower bound " + fmt("%.4f", *lo) +
+                    "geomean " + opt_fmt("%.4f", geomean.speedup) + ", 95% CI [" + fmt("%.4f", *lo) + ", " +
+                        opt_fmt("%.4f", geomean.ci_high) + "]: the lower bound " + fmt("%.4f", *lo) +
                         " does not clear the target " + fmt("%.4f", geomean_target));
     }
-    perf_info = {{"file", in.perf.string()}, {"wall_s", P.wall_s}, {"noise_target", P.noise_target}};
-  }
-  for (auto& row : scenarios) {
-    if (!row.contains("flags")) row["flags"] = json::array();
-    if (!row.contains("candidate")) row["candidate"] = json::object();
-    if (!row.contains("baseline")) row["baseline"] = json::object();
+    perf_info = {in.perf.string(), P.wall_s, P.noise_target};
   }
 
   // The fastest library measured on this GPU, per scenario (a missing file is fine: the report says so).
   const BestBaselines best = load_best_baselines(in.repo, perf ? perf->device : std::string{});
-  const json baselines = apply_best_baselines(scenarios, best);
+  const Baselines baselines = apply_best_baselines(scenarios, best);
 
   // Provenance and tamper evidence.
-  json prov = json::object();
+  Provenance prov;
   if (perf) {
     const bench::ComparisonDocument& P = *perf;
-    prov["gpu"] = P.device;
-    prov["device_sm"] = P.device_sm;
-    prov["driver"] = P.driver_version;
-    prov["cuda_driver"] = P.cuda_driver_version;
-    prov["cuda"] = P.cuda_runtime_version;
-    prov["peak_tflops"] = P.peak_tflops;
-    prov["sm_clock"] = P.sm_clock;
-    prov["sm_clock_mhz"] = P.sm_clock.median_mhz;
+    prov.gpu = P.device;
+    prov.device_sm = P.device_sm;
+    prov.driver = P.driver_version;
+    prov.cuda_driver = P.cuda_driver_version;
+    prov.cuda = P.cuda_runtime_version;
+    prov.peak_tflops = P.peak_tflops;
+    prov.sm_clock = P.sm_clock;
+    prov.sm_clock_mhz = P.sm_clock.median_mhz;
   }
   std::error_code rel_ec;
   std::string cand_rel = fs::relative(in.candidate, in.repo, rel_ec).generic_string();
   if (rel_ec || cand_rel.empty()) cand_rel = in.candidate.string();
   GitState git = git_state(in.repo, cand_rel);
-  prov["attngate_commit"] = git.commit;
-  prov["attngate_dirty"] = git.dirty;
-  prov["candidate"] = cand_rel;
-  prov["candidate_sha256"] = sha256_file(in.candidate).value_or("");
-  if (!base_seed.empty()) prov["base_seed"] = base_seed;
-  if (prov["candidate_sha256"] == "")
+  prov.attngate_commit = git.commit;
+  prov.attngate_dirty = git.dirty;
+  prov.candidate = cand_rel;
+  prov.candidate_sha256 = sha256_file(in.candidate).value_or("");
+  prov.base_seed = base_seed;
+  if (prov.candidate_sha256.empty())
     reasons.add("TEST_CRASHED", "", "cannot read the candidate source " + in.candidate.string());
 
   // CANDIDATE_CHANGED: the folder judged now is the one compiled into the measured worker.
@@ -998,10 +1002,10 @@ GateReportOutput build_gate_report(const ReportInputs& in) {
   } catch (const std::exception& e) {
     tree_error = e.what();
   }
-  prov["candidate_tree"] = tree_rel;
-  prov["candidate_tree_sha256"] = tree_now.empty() ? json(nullptr) : json(tree_now);
-  if (!tree_error.empty()) prov["candidate_tree_error"] = tree_error;
-  prov["candidate_tree_sha256_built"] = built_trees.size() == 1 ? json(*built_trees.begin()) : json(nullptr);
+  prov.candidate_tree = tree_rel;
+  if (!tree_now.empty()) prov.candidate_tree_sha256 = tree_now;
+  prov.candidate_tree_error = tree_error;
+  if (built_trees.size() == 1) prov.candidate_tree_sha256_built = *built_trees.begin();
   if (built_trees.size() > 1) {
     const std::vector<std::string> trees(built_trees.begin(), built_trees.end());
     reasons.add("CANDIDATE_CHANGED", "", in.perf.filename().string() + "'s scenarios were measured with " +
@@ -1028,8 +1032,7 @@ GateReportOutput build_gate_report(const ReportInputs& in) {
   if (cand_rel.rfind("../", 0) != 0 && fs::path(cand_rel).has_parent_path())
     excluded.push_back(fs::path(cand_rel).parent_path().generic_string());
   HarnessCheck h = check_harness(in.repo, excluded);
-  json harness = {{"verified", h.verified}, {"why", h.why}, {"modified", h.modified}, {"sha256", h.sha256},
-                  {"excluded", excluded}, {"roots", harness_roots()}};
+  const HarnessRecord harness{h.verified, h.why, h.modified, excluded, harness_roots(), h.sha256};
   if (!h.verified) {
     reasons.add("HARNESS_UNVERIFIED", "", h.why);
   } else if (!h.modified.empty()) {
@@ -1039,35 +1042,28 @@ GateReportOutput build_gate_report(const ReportInputs& in) {
                                             (h.modified.size() > first.size() ? ", ..." : ""));
   }
 
-  json report = {{"schema", kReportSchema}, {"verdict", reasons.empty() ? "pass" : "fail"}};
-  json rj = json::array();
-  for (const auto& r : reasons.done()) rj.push_back(r);
-  report["reasons"] = rj;
-  report["suite"] = suite.name;
-  report["target"] = target;
-  report["policy"] = policy.record;
-  report["geomean"] = geomean;
-  report["scenarios"] = scenarios;
-  report["correctness"] = correctness;
-  report["baselines"] = baselines;
-  report["best_baselines"] = best_baselines_info(best);
-  report["provenance"] = prov;
-  report["harness"] = harness;
-  report["performance"] = perf_info;
-  report["inputs"] = {{"results_dir", in.results_dir.string()}, {"perf", in.perf.string()},
-                      {"started_after", in.started_after.string()}, {"scenarios_dir", in.scenarios_dir.string()}};
-  report["time"] = now_iso8601();
-  if (started) {
-    const auto age = fs::file_time_type::clock::now() - *started;
-    report["wall_s"] = std::chrono::duration<double>(age).count();
-  } else {
-    report["wall_s"] = nullptr;
-  }
+  GateReport report;
+  report.verdict = reasons.empty() ? "pass" : "fail";
+  report.reasons = reasons.done();
+  report.suite = suite.name;
+  report.target = target;
+  report.policy = policy.record;
+  report.geomean = geomean;
+  report.scenarios = std::move(scenarios);
+  report.correctness = correctness;
+  report.baselines = baselines;
+  report.best_baselines = best_baselines_info(best);
+  report.provenance = prov;
+  report.harness = harness;
+  report.performance = perf_info;
+  report.inputs = {in.results_dir.string(), in.perf.string(), in.started_after.string(), in.scenarios_dir.string()};
+  report.time = now_iso8601();
+  if (started) report.wall_s = std::chrono::duration<double>(fs::file_time_type::clock::now() - *started).count();
 
   GateReportOutput out;
   out.pass = reasons.empty();
-  out.markdown = markdown(report, reasons);
-  out.report = std::move(report);
+  out.report = report;
+  out.markdown = markdown(out.report, reasons);
   return out;
 }
 

@@ -70,10 +70,10 @@ void print_scenarios(std::ostream& os, const Record& r) {
                 "best baseline TFLOPS (fraction)");
   os << line;
   for (const auto& s : r.scenarios) {
-    std::string best = s.best_baseline_library.empty()
-                           ? std::string("-")
-                           : s.best_baseline_library + " " + (s.best_baseline_tflops ? fmt("%.1f", *s.best_baseline_tflops) : "?") +
-                                 (s.fraction_of_best ? " (" + fmt("%.0f%%", 100 * *s.fraction_of_best) + ")" : "");
+    const auto& b = s.best_baseline;
+    std::string best = !b ? std::string("-")
+                          : b->library + " " + (b->tflops ? fmt("%.1f", *b->tflops) : "?") +
+                                (s.fraction_of_best ? " (" + fmt("%.0f%%", 100 * *s.fraction_of_best) + ")" : "");
     std::snprintf(line, sizeof line, "  %-40s  %-8s  %-16s  %-7s  %s\n", s.id.c_str(), fx(s.speedup).c_str(),
                   ci_text(s.ci_low, s.ci_high).c_str(), !s.correct ? "-" : *s.correct ? "yes" : "NO", best.c_str());
     os << line;

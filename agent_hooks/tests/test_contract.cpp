@@ -214,7 +214,13 @@ TEST_F(Contract, RefusesForeignBuildsBadNotesDryRunReportsAndLinkedLineages) {
   sb.set_candidate("// attngate-dry-run: speedup=1.2\n");
   r = attngate(sb, {"gate", "--dry-run"});
   EXPECT_EQ(r.exit_code, kExitDryRunPass) << r.err;
-  r = attngate(sb, {"record", "--report", (sb.dir / ".attngate" / "dry-run" / "report.json").string()});
+  const fs::path dry_report = sb.dir / ".attngate" / "dry-run" / "report.json";
+  {
+    std::ifstream f(fs::path(ATTNGATE_HOOKS_DIR_FOR_TESTS) / "schema" / "gate_report.schema.json");
+    const json doc = json::parse(test::slurp(dry_report));
+    EXPECT_TRUE(verify::schema_problems(json::parse(f), doc).empty()) << doc.dump(1);  // the same type as the gate's
+  }
+  r = attngate(sb, {"record", "--report", dry_report.string()});
   EXPECT_EQ(r.exit_code, kExitError);
   EXPECT_NE(r.err.find("is a dry run's report"), std::string::npos) << r.err;
   EXPECT_FALSE(fs::exists(sb.dir / ".attngate" / "lineage.jsonl"));

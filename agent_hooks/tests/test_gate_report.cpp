@@ -13,6 +13,7 @@
 #include "attngate/hooks/report.hpp"
 #include "attngate/hooks/sha256.hpp"
 #include "attngate/scenario.hpp"
+#include "attngate/verify/schema_check.hpp"
 #include "test_util.hpp"
 
 namespace attngate::hooks {
@@ -20,6 +21,12 @@ namespace {
 
 namespace fs = std::filesystem;
 using nlohmann::json;
+
+// report.json against agent_hooks/schema/gate_report.schema.json.
+std::vector<std::string> report_schema_problems(const json& j) {
+  std::ifstream f(fs::path(ATTNGATE_HOOKS_DIR_FOR_TESTS) / "schema" / "gate_report.schema.json");
+  return verify::schema_problems(json::parse(f), j);
+}
 
 const char* kGateYamlHead = R"(suite: gate
 description: three shapes for the report tests
@@ -245,6 +252,7 @@ TEST_F(ReportCmd, PassWritesBothFilesWithProvenance) {
   EXPECT_NE(r.out.find((gate / "report.md").string()), std::string::npos) << r.out;
 
   const json j = report_json();
+  EXPECT_TRUE(report_schema_problems(j).empty()) << j.dump(1);
   EXPECT_EQ(j["schema"], kReportSchema);
   EXPECT_EQ(j["verdict"], "pass") << j["reasons"].dump();
   EXPECT_TRUE(j["reasons"].empty());
@@ -348,6 +356,7 @@ TEST_F(ReportCmd, MissingResultIsACrashOrATimeoutFromCTestsLog) {
   auto r = report({}, {"--verify-timeout", "900"});
   EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
   const json j = report_json();
+  EXPECT_TRUE(report_schema_problems(j).empty()) << j.dump(1);  // rows without timings too
   EXPECT_EQ(j["verdict"], "fail");
   json timeout = reason(j, "TEST_TIMEOUT");
   ASSERT_NE(timeout, nullptr) << j["reasons"].dump();
@@ -793,7 +802,8 @@ TEST_F(ReportCmd, BestBaselinesGiveEachScenarioItsFractionOfTheBest) {
   EXPECT_NE(md.find("300.0 (30.3%) | n/a |"), std::string::npos) << md;
 
   GateReport parsed = load_report(gate / "report.json");
-  EXPECT_EQ(parsed.scenarios[1].best_baseline_library, "fa3");
+  ASSERT_TRUE(parsed.scenarios[1].best_baseline.has_value());
+  EXPECT_EQ(parsed.scenarios[1].best_baseline->library, "fa3");
   EXPECT_DOUBLE_EQ(*parsed.scenarios[1].fraction_of_best, 0.4);
   // The limit question's context names the best library and its TFLOPS per scenario.
   ASSERT_EQ(cmd_record(sb.ctx, gate / "report.json"), kExitPass) << sb.err.str();

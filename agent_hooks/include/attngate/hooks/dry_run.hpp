@@ -44,7 +44,7 @@ struct DryRunSuite {
 };
 // The report (schema attngate.gate_report/1, "dry_run": true) the plan gives on the suite: each
 // scenario's speedup with a ±1% interval, the geomean with ±0.5%, judged as the gate judges.
-nlohmann::json dry_run_report(const DryRunSuite& suite, const DryRunPlan& plan);
+GateReport dry_run_report(const DryRunSuite& suite, const DryRunPlan& plan);
 
 // `attngate gate --dry-run`.
 int cmd_gate_dry_run(const Context& ctx, const GateOptions& options);

@@ -1,6 +1,8 @@
 #pragma once
-// The gate report (<build>/gate/report.json, schema attngate.gate_report/1) as read by the hooks.
-// Fields the gate may omit or write as null (a scenario that never ran has no timings) are optional.
+// The gate report (<build>/gate/report.json, schema attngate.gate_report/1), typed once: what
+// `attngate report` writes and the dry run synthesizes, and what the hooks read. agent_hooks/README.md
+// ("The gate") says what the fields mean. Fields the gate may write as null (a scenario that never
+// ran has no timings) are optional; absent fields take their defaults.
 #include <cstdint>
 #include <filesystem>
 #include <map>
@@ -10,27 +12,66 @@
 
 #include <nlohmann/json.hpp>
 
+#include "attngate/bench/comparison_document.hpp"  // SmClockSummary; std::optional <-> null
+
 namespace attngate::hooks {
 
 inline constexpr const char* kReportSchema = "attngate.gate_report/1";
 
+// One kernel's figures on a scenario as the gate judged them: the comparison's KernelTiming
+// (bench/comparison_document.hpp), the counters the rules read by name. null: not measured.
 struct Timing {
-  std::optional<double> event_ms, kernel_ms, wall_ms, cycles;
-  std::optional<std::int64_t> kernel_count, streams;
+  std::optional<double> event_ms, kernel_ms, span_ms, wall_ms, cycles, kernel_cycles, tflops, pct_peak,
+      memcpy_per_call, memset_per_call, sm_clock_mhz;
+  std::optional<std::int64_t> kernel_count, kernel_count_min, kernel_count_max;
+  bool kernel_count_changed = false;
+  std::optional<std::int64_t> streams, foreign_stream_kernels, traced_calls, held_timeouts;
+  std::vector<std::string> kernel_names;
+  // The other clocks the rules compare, and isolation (kernels/worker): where the kernel ran, the
+  // calls on fresh inputs, the calls the judge checked, the worker's inventory and what it lacked.
+  std::optional<double> traced_event_ms, traced_wall_ms, cupti_minus_traced_event_us, isolated, fresh_calls,
+      fresh_event_ms, fresh_wall_ms, checked_calls, inventory_kernels, foreign_kernels;
+  std::string process;
+  std::vector<std::string> foreign_kernel_names;
 };
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(Timing, event_ms, kernel_ms, span_ms, wall_ms, cycles, kernel_cycles,
+                                                tflops, pct_peak, memcpy_per_call, memset_per_call, sm_clock_mhz,
+                                                kernel_count, kernel_count_min, kernel_count_max, kernel_count_changed,
+                                                streams, foreign_stream_kernels, traced_calls, held_timeouts,
+                                                kernel_names, traced_event_ms, traced_wall_ms,
+                                                cupti_minus_traced_event_us, isolated, fresh_calls, fresh_event_ms,
+                                                fresh_wall_ms, checked_calls, inventory_kernels, foreign_kernels,
+                                                process, foreign_kernel_names)
+
+// The fastest library measured on this GPU for a scenario (bench/baselines/<gpu>.json).
+struct BestBaselineRef {
+  std::string library;
+  std::optional<double> tflops;
+  std::string date;
+};
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(BestBaselineRef, library, tflops, date)
 
 struct ScenarioResult {
   std::string id;
-  std::string shape;  // "b=4 sq=4096 sk=4096 hq=.. hkv=.. d=128 causal bf16"; empty when not reported
-  std::optional<bool> correct;
+  std::string shape;   // "b=4 sq=4096 sk=4096 hq=.. hkv=.. d=128 causal bf16"; empty when not reported
+  std::string status;  // the verify result's (passed, failed, skipped, error) or missing, stale, unreadable
+  std::optional<bool> correct;  // null: no result from this run
+  bool nondeterministic = false;  // within the bounds, but repeated calls differed
   std::optional<double> o_max_abs, lse_max_abs;
-  std::optional<double> speedup, ci_low, ci_high, tflops, percent_of_peak;
+  std::string base_seed;  // ATTNGATE_SEED replays the verification
+  // The gate suite's rows: the timed comparison.
+  std::optional<double> speedup, ci_low, ci_high, kernel_speedup, wall_speedup, tflops, percent_of_peak;
+  std::optional<std::int64_t> calls;
+  std::optional<double> floor_ms;  // no call can beat it (IMPLAUSIBLE)
   Timing candidate, baseline;
   std::vector<std::string> flags;
-  // The best measured baseline on this GPU (bench/baselines/<gpu>.json) and tflops / its TFLOPS.
-  std::string best_baseline_library, best_baseline_date;
-  std::optional<double> best_baseline_tflops, fraction_of_best;
+  std::optional<BestBaselineRef> best_baseline;
+  std::optional<double> fraction_of_best;  // tflops / the best baseline's
 };
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(ScenarioResult, id, shape, status, correct, nondeterministic,
+                                                o_max_abs, lse_max_abs, base_seed, speedup, ci_low, ci_high,
+                                                kernel_speedup, wall_speedup, tflops, percent_of_peak, calls, floor_ms,
+                                                candidate, baseline, flags, best_baseline, fraction_of_best)
 
 struct Reason {
   std::string code;
@@ -39,26 +80,118 @@ struct Reason {
 };
 
 struct Target {
+  std::string kernel, baseline;
   std::optional<double> geomean, scenario_floor;
-  std::string baseline;
+  std::string geomean_source, scenario_floor_source, rule;
 };
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(Target, kernel, baseline, geomean, scenario_floor, geomean_source,
+                                                scenario_floor_source, rule)
 
 struct Geomean {
   std::optional<double> speedup, ci_low, ci_high, kernel_speedup, wall_speedup;
+  std::int64_t scenarios = 0;
+  int bootstrap_resamples = 0;
 };
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(Geomean, speedup, ci_low, ci_high, kernel_speedup, wall_speedup,
+                                                scenarios, bootstrap_resamples)
+
+// Correctness over every suite the gate checks (settings.correctness_suites and the gate suite).
+struct Correctness {
+  std::vector<std::string> suites;
+  std::int64_t scenarios = 0, passed = 0;
+  std::vector<std::string> failed;  // scenario ids not correct
+};
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(Correctness, suites, scenarios, passed, failed)
+
+// The gate's policy (README: "Setting targets") as applied, each value with its source.
+struct PolicyRecord {
+  double clock_tolerance = 0, clock_slack_ms = 0, wall_slack_ms = 0;
+  std::string clock_tolerance_source, clock_slack_ms_source, wall_slack_ms_source;
+  std::string candidate_foreign_kernels, baseline_foreign_kernels, nondeterminism;  // fail | allow
+  std::string candidate_foreign_kernels_source, baseline_foreign_kernels_source, nondeterminism_source;
+  std::vector<std::string> library_controls;
+  std::string library_controls_source;
+  std::string clock_rule, plausibility_rule, isolation;
+};
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(PolicyRecord, clock_tolerance, clock_slack_ms, wall_slack_ms,
+                                                clock_tolerance_source, clock_slack_ms_source, wall_slack_ms_source,
+                                                candidate_foreign_kernels, baseline_foreign_kernels, nondeterminism,
+                                                candidate_foreign_kernels_source, baseline_foreign_kernels_source,
+                                                nondeterminism_source, library_controls, library_controls_source,
+                                                clock_rule, plausibility_rule, isolation)
+
+// Where the figures came from, and the tamper evidence the commit path checks.
+struct Provenance {
+  std::string gpu;
+  int device_sm = 0;
+  std::string driver, cuda_driver, cuda;
+  std::optional<double> peak_tflops;
+  std::optional<bench::SmClockSummary> sm_clock;
+  std::optional<double> sm_clock_mhz;
+  std::string attngate_commit;
+  bool attngate_dirty = false;
+  std::string candidate, candidate_sha256, base_seed;
+  std::string candidate_tree;                        // the folder hashed, relative to the repository
+  std::optional<std::string> candidate_tree_sha256;  // at report time; null when it cannot be hashed
+  std::string candidate_tree_error;
+  std::optional<std::string> candidate_tree_sha256_built;  // what the timed worker was built from
+};
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(Provenance, gpu, device_sm, driver, cuda_driver, cuda, peak_tflops,
+                                                sm_clock, sm_clock_mhz, attngate_commit, attngate_dirty, candidate,
+                                                candidate_sha256, base_seed, candidate_tree, candidate_tree_sha256,
+                                                candidate_tree_error, candidate_tree_sha256_built)
+
+// The harness files (everything but the kernel under test) against the commit.
+struct HarnessRecord {
+  bool verified = false;
+  std::string why;
+  std::vector<std::string> modified, excluded, roots;
+  std::map<std::string, std::string> sha256;  // relative path -> hex
+};
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(HarnessRecord, verified, why, modified, excluded, roots, sha256)
+
+struct BestBaselinesInfo {
+  std::optional<std::string> file;
+  std::string gpu, updated, note;
+  std::int64_t scenarios = 0;
+};
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(BestBaselinesInfo, file, gpu, updated, note, scenarios)
+
+struct PerformanceInfo {
+  std::string file;
+  std::optional<double> wall_s, noise_target;
+};
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(PerformanceInfo, file, wall_s, noise_target)
+
+struct ReportInputPaths {
+  std::string results_dir, perf, started_after, scenarios_dir;
+};
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(ReportInputPaths, results_dir, perf, started_after, scenarios_dir)
 
 // baseline name -> scenario id -> TFLOPS.
 using Baselines = std::map<std::string, std::map<std::string, double>>;
 
+// The whole report: what `attngate report` writes (gate_report.cpp) and the dry run synthesizes,
+// and what every reader parses.
 struct GateReport {
+  std::string schema = kReportSchema;
   std::string verdict;  // "pass" or "fail"
   std::vector<Reason> reasons;
+  std::string suite;
   Target target;
+  PolicyRecord policy;
   Geomean geomean;
   std::vector<ScenarioResult> scenarios;
-  nlohmann::json provenance = nlohmann::json::object();
+  Correctness correctness;
   Baselines baselines;
+  BestBaselinesInfo best_baselines;
+  Provenance provenance;
+  HarnessRecord harness;
+  PerformanceInfo performance;
+  ReportInputPaths inputs;
+  std::string time;
   std::optional<double> wall_s;
+  bool dry_run = false;  // synthesized by `attngate gate --dry-run`, never measured
 };
 
 // Throws std::runtime_error naming the offending field.
@@ -69,15 +202,10 @@ GateReport synthesized_failure(const std::string& code, const std::string& detai
 
 bool has_reason(const std::vector<Reason>& reasons, const std::string& code);
 
-void to_json(nlohmann::json& j, const Timing& t);
-void from_json(const nlohmann::json& j, Timing& t);
-void to_json(nlohmann::json& j, const ScenarioResult& s);
-void from_json(const nlohmann::json& j, ScenarioResult& s);
 void to_json(nlohmann::json& j, const Reason& r);
-void from_json(const nlohmann::json& j, Reason& r);
-void to_json(nlohmann::json& j, const Target& t);
-void from_json(const nlohmann::json& j, Target& t);
-void to_json(nlohmann::json& j, const Geomean& g);
-void from_json(const nlohmann::json& j, Geomean& g);
+void from_json(const nlohmann::json& j, Reason& r);  // `code` is required
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(GateReport, schema, verdict, reasons, suite, target, policy, geomean,
+                                                scenarios, correctness, baselines, best_baselines, provenance, harness,
+                                                performance, inputs, time, wall_s, dry_run)
 
 }  // namespace attngate::hooks
