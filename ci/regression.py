@@ -57,12 +57,16 @@ def bench(args, kernel, out_json, only=None, time_cap=None):
     return data
 
 
-def judge(reference_doc, run_file, threshold, out_dir, kernel):
-    """attngate_stats judge of a run against the recorded comparison of `kernel`."""
-    ref_file = os.path.join(out_dir, f"recorded_{kernel}.json")
+def judge(args, reference_doc, run_file, kernel):
+    """attngate_stats judge (the one in --build-dir, never another found on the way) of a run against
+    the recorded comparison of `kernel`; a scenario it could not judge is a failure, not a skip."""
+    ref_file = os.path.join(args.out, f"recorded_{kernel}.json")
     with open(ref_file, "w") as f:
         json.dump(reference_doc, f)
-    return run_stats(["judge", ref_file, run_file, "--threshold", repr(threshold)])
+    tool = os.path.join(args.build_dir, "bench", "attngate_stats")
+    c = run_stats(["judge", ref_file, run_file, "--threshold", repr(args.threshold)], tool)
+    c["failures"] = [f"{kernel}: {p}" for p in c["problems"] if "cannot be judged" in p]
+    return c
 
 
 def main():
@@ -136,14 +140,16 @@ def main():
     for k in kernels:
         if k not in ref["kernels"]:
             sys.exit(f"regression: {baseline} has no results for kernel {k}")
-        c = judge(ref["kernels"][k], run_file[k], args.threshold, args.out, k)
+        c = judge(args, ref["kernels"][k], run_file[k], k)
+        failures += c["failures"]
         verdicts = {r["id"]: r for r in c["rows"]}
         ambiguous = [sid for sid, r in verdicts.items() if r["verdict"] == "AMBIGUOUS"]
         if ambiguous:
             print(f"regression: re-measuring {len(ambiguous)} ambiguous scenarios of {k}")
             again_file = os.path.join(args.out, f"bench_{k}_remeasured.json")
             bench(args, k, again_file, only=ambiguous, time_cap=2 * args.time_cap_s)
-            again = judge(ref["kernels"][k], again_file, args.threshold, args.out, k)
+            again = judge(args, ref["kernels"][k], again_file, k)
+            failures += [f for f in again["failures"] if any(sid in f for sid in ambiguous)]
             verdicts.update({r["id"]: r for r in again["rows"] if r["id"] in ambiguous})
         for sid in c["only_in_run"]:
             rows.append({"kernel": k, "scenario": sid, "verdict": "NEW", "remeasured": False})
@@ -156,6 +162,11 @@ def main():
                 failures.append(f"{k}/{sid}: {v['ratio']:.3f}x of the recorded speedup")
         if c["only_in_reference"]:
             failures.append(f"{k}: recorded scenarios not measured: {', '.join(c['only_in_reference'])}")
+        # Every recorded scenario has a verdict or is named as not measured: none drops out unseen.
+        recorded = {s["id"] for s in ref["kernels"][k].get("scenarios", [])}
+        unjudged = sorted(recorded - set(verdicts) - set(c["only_in_reference"]))
+        if unjudged:
+            failures.append(f"{k}: recorded scenarios without a verdict: {', '.join(unjudged)}")
 
     counts = {v: sum(1 for r in rows if r["verdict"] == v) for v in
               ("SAME", "FASTER", "SLOWER", "AMBIGUOUS", "NEW")}

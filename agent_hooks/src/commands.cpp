@@ -1006,8 +1006,8 @@ std::string provenance_refusal(const Context& ctx, const Record& r) {
     return "cannot check the receipt of " + v + ": " + e.what();
   }
   if (!receipt_valid(r, key))
-    return "the receipt of " + v + " does not match its record (edited by hand, or signed on another machine); "
-           "run attngate gate";
+    return "the receipt of " + v + " does not match its record (edited by hand, signed on another machine, or "
+           "by an attngate before attngate.receipt/2); run attngate gate";
   if (r.receipt->machine_id != machine_id())
     return v + " was measured on another machine (" + r.receipt->machine_id + "); run attngate gate here";
   const std::string head = git_state(ctx.repo, candidate_rel(ctx)).commit;

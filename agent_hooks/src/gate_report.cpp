@@ -707,6 +707,7 @@ GateReportOutput build_gate_report(const ReportInputs& in) {
   const std::vector<const Suite*> checked = correctness_suites(suites, suite, in.scenarios_dir);
   Correctness correctness;
   std::set<std::string> verified_trees;  // kernel_tree_sha256 of the worker each verify result came from
+  std::vector<std::string> verified_unhashed;  // results that ran but name no build
   for (const Suite* cs : checked) correctness.suites.push_back(cs->name);
   for (const Suite* cs : checked)
   for (const auto& s : cs->scenarios) {
@@ -741,6 +742,7 @@ GateReportOutput build_gate_report(const ReportInputs& in) {
     } else {
       const verify::ResultDocument& r = *doc;
       if (r.kernel_tree_sha256 && !r.kernel_tree_sha256->empty()) verified_trees.insert(*r.kernel_tree_sha256);
+      else if (r.status == "passed" || r.status == "failed") verified_unhashed.push_back(s.id);
       const std::string& status = r.status;
       const std::string result_seed = r.base_seed.value_or("");
       row.status = status;
@@ -1027,6 +1029,12 @@ GateReportOutput build_gate_report(const ReportInputs& in) {
                                              (built_trees.size() == 1 ? ", the timing build " + *built_trees.begin() : "") +
                                              ": the candidate was rebuilt between the gate's tests");
   }
+  // A worker was timed, so verification ran one too: a result naming no build cannot be tied to it.
+  if (!built_trees.empty() && !verified_unhashed.empty())
+    reasons.add("CANDIDATE_CHANGED", "", std::to_string(verified_unhashed.size()) + " verify result(s) of " + kernel +
+                                             " name no build of " + tree_rel + " (first: " + verified_unhashed.front() +
+                                             "), while the timed worker was built from " + *built_trees.begin() +
+                                             ": verification cannot be tied to the timed build");
 
   std::vector<std::string> excluded = {"kernels/" + kernel};
   if (cand_rel.rfind("../", 0) != 0 && fs::path(cand_rel).has_parent_path())

@@ -95,13 +95,32 @@ std::string machine_id() {
   return host;
 }
 
+namespace {
+
+// What the agent reads from a record besides the verdict: each scenario's figures and verdict, one
+// line each, hashed into the receipt so that none can be edited after the gate signed it.
+std::string scenarios_text(const Record& r) {
+  std::string text;
+  for (const auto& s : r.scenarios) {
+    text += s.id + " " + num(s.speedup) + " " + num(s.ci_low) + " " + num(s.ci_high) + " " + num(s.tflops) + " " +
+            (s.correct ? (*s.correct ? "correct" : "incorrect") : "-");
+    for (const auto& f : s.flags) text += " " + f;
+    text += "\n";
+  }
+  return text;
+}
+
+}  // namespace
+
 std::string receipt_message(const Record& r) {
   std::string reasons, signals;
   for (const auto& x : r.reasons) reasons += (reasons.empty() ? "" : ",") + x.code;
   for (const auto& s : r.signals) signals += (signals.empty() ? "" : ",") + s.trigger + "/" + s.kind;
   const Receipt none;
   const Receipt& rc = r.receipt ? *r.receipt : none;
-  return "attngate.receipt/1\nversion=" + std::to_string(r.version) + "\nsource=" + r.source +
+  return "attngate.receipt/2\nversion=" + std::to_string(r.version) + "\nsource=" + r.source +
+         "\ndry_run=" + (r.dry_run ? "true" : "false") + "\nnote_sha256=" + sha256_hex(r.note) +
+         "\nscenarios_sha256=" + sha256_hex(scenarios_text(r)) +
          "\ncandidate_tree_sha256=" + r.candidate_tree_sha256 + "\ngit_head=" + r.git_commit +
          "\nmachine_id=" + rc.machine_id + "\nreport_sha256=" + rc.report_sha256 + "\nverdict=" + r.verdict +
          "\nreasons=" + reasons + "\nsignals=" + signals + "\nsuspicious_confirmed=" +

@@ -123,10 +123,18 @@ PendingVersion::~PendingVersion() {
   if (!kept_) fs::remove_all(dir_, ec);
 }
 
+// A kept folder is never larger than the store keeps (copy_listed): a larger one is not read.
 std::optional<FileMap> read_folder(const fs::path& dir) {
   FileMap files;
   try {
-    for (const auto& f : list_tree(dir)) {
+    const TreeListing listing = list_tree(dir);
+    std::uintmax_t total = 0;
+    for (const auto& f : listing) {
+      std::error_code ec;
+      total += fs::file_size(dir / f.path, ec);
+      if (ec || total > kMaxKeptBytes) return std::nullopt;
+    }
+    for (const auto& f : listing) {
       auto bytes = read_file(dir / f.path);
       if (!bytes) return std::nullopt;
       files[f.path] = *bytes;

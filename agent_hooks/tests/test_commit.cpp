@@ -209,6 +209,27 @@ TEST_F(Commit, AnEditedGateRecordIsRefused) {
   expect_refused("the receipt of version 3 does not match its record");
 }
 
+// attngate.receipt/2: what the agent reads besides the verdict is signed too.
+TEST_F(Commit, AnEditedNoteOrScenarioBreaksTheReceipt) {
+  sb.set_candidate("// v1\n");
+  EXPECT_EQ(gate_pass(1.2, 1.1), kExitPass);
+  edit_last_record([](json& r) { r["note"] = "tried nothing"; });
+  expect_refused("the receipt of version 1 does not match its record");
+
+  sb.set_candidate("// v2\n");
+  EXPECT_EQ(gate_pass(1.2, 1.1), kExitPass);
+  edit_last_record([](json& r) {
+    ASSERT_FALSE(r["scenarios"].empty());
+    r["scenarios"][0]["speedup"] = 9.0;
+  });
+  expect_refused("the receipt of version 2 does not match its record");
+
+  sb.set_candidate("// v3\n");
+  EXPECT_EQ(gate_pass(1.2, 1.1), kExitPass);
+  edit_last_record([](json& r) { r["dry_run"] = true; });
+  expect_refused("version 3");
+}
+
 // (c) A report that passes on its face but says the speed is physically impossible.
 TEST_F(Commit, AnImplausibleReportIsRefused) {
   sb.set_candidate("// v1\n");

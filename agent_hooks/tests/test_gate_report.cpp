@@ -214,10 +214,12 @@ class ReportCmd : public ::testing::Test {
               {"detail", detail},
               {"base_seed", "12345"}};
     if (status == "passed" || status == "failed") j["runs"] = json::array({run});
-    if (!verified_tree.empty()) j["kernel_tree_sha256"] = verified_tree;
+    if (verified_tree != "none")
+      j["kernel_tree_sha256"] = verified_tree.empty() ? candidate_tree_sha256(sb.candidate().parent_path()) : verified_tree;
     test::write_file(results / ("verify.candidate." + id + ".json"), j.dump(1));
   }
-  std::string verified_tree;  // the worker build the verify results name; empty: none
+  // The worker build the verify results name; empty: the candidate folder as it is; "none": no hash.
+  std::string verified_tree;
   void all_passed() {
     for (const auto& id : kIds) result(id, "passed");
   }
@@ -980,7 +982,8 @@ class ReportPolicy : public ReportCmd {
     json run = {{"distribution", "standard"}, {"pass", true}, {"reasons", json::array()}, {"o", {{"max_abs", 0.004}}}};
     json failing = {{"distribution", "outliers"}, {"pass", false}, {"reasons", reasons}, {"o", {{"max_abs", 0.005}}}};
     json j = {{"schema", "attngate.verify_result/1"}, {"kernel", "candidate"}, {"scenario", id}, {"suite", "gate"},
-              {"status", "failed"}, {"detail", ""}, {"base_seed", "12345"}, {"runs", json::array({run, failing})}};
+              {"status", "failed"}, {"detail", ""}, {"base_seed", "12345"}, {"runs", json::array({run, failing})},
+              {"kernel_tree_sha256", tree_now()}};
     test::write_file(results / ("verify.candidate." + id + ".json"), j.dump(1));
   }
   // A policy value the report cannot apply: exit 2 naming the setting.
@@ -1026,6 +1029,11 @@ TEST_F(ReportPolicy, CandidateChangedWhenVerificationJudgedAnotherBuildThanTheTi
   expect_reason(rows, "CANDIDATE_CHANGED", json::array(),
                          "verification judged build(s) " + verified_tree + " of kernels/candidate, the timing build " +
                              tree_now() + ": the candidate was rebuilt between the gate's tests");
+  verified_tree = "none";  // results that name no build cannot be tied to the timed one
+  all_passed();
+  expect_reason(rows, "CANDIDATE_CHANGED", json::array(),
+                "3 verify result(s) of candidate name no build of kernels/candidate (first: gate_a), while the timed "
+                "worker was built from " + tree_now() + ": verification cannot be tied to the timed build");
   verified_tree = tree_now();  // the same build: quiet
   all_passed();
   expect_pass(rows);
@@ -1442,6 +1450,7 @@ TEST_F(ReportPolicy, CandidateChangedAfterTheWorkerWasBuilt) {
   // Any file of the folder counts, not only candidate.cu.
   test::write_file(sb.candidate().parent_path() / "tile.cuh", "// helper\n");
   rows = aa_rows();  // built with it
+  all_passed();      // and verified with it
   expect_pass(rows);
   test::write_file(sb.candidate().parent_path() / "tile.cuh", "// helper, edited\n");
   expect_reason(rows, "CANDIDATE_CHANGED", json::array(), "hashes to " + tree_now() + " now");

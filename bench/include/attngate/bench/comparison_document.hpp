@@ -36,7 +36,7 @@ struct KernelTiming {
   std::string name;
   std::string process;  // "worker" or "in-process"; anything else counts as not isolated
   std::vector<std::string> kernel_names;
-  int kernel_count_min = 0, kernel_count_max = 0;
+  int64_t kernel_count_min = 0, kernel_count_max = 0;
   bool kernel_count_changed = false;
   std::vector<std::string> foreign_kernel_names;  // mangled names outside the worker's inventory
   std::string kernel_tree_sha256, kernel_tree_dir;
@@ -68,8 +68,8 @@ inline void from_json(const nlohmann::json& j, KernelTiming& t) {
   t.name = j.value("name", std::string{});
   t.process = j.value("process", std::string{});
   t.kernel_names = j.value("kernel_names", std::vector<std::string>{});
-  t.kernel_count_min = j.value("kernel_count_min", 0);
-  t.kernel_count_max = j.value("kernel_count_max", 0);
+  t.kernel_count_min = j.value("kernel_count_min", int64_t{0});
+  t.kernel_count_max = j.value("kernel_count_max", int64_t{0});
   t.kernel_count_changed = j.value("kernel_count_changed", false);
   t.foreign_kernel_names = j.value("foreign_kernel_names", std::vector<std::string>{});
   t.kernel_tree_sha256 = j.value("kernel_tree_sha256", std::string{});
@@ -93,8 +93,9 @@ struct ComparisonScenario {
   int64_t calls = 0;
   std::string stop;  // why measuring stopped
   Figure loop_s;
-  std::optional<int> gpu_processes;  // CUDA processes on the device while measuring; null: unknown
-  int gpu_processes_expected = 1;    // the judge and its workers
+  // int64: a count read narrower would wrap (2^32 + 2 read as 2).
+  std::optional<int64_t> gpu_processes;  // CUDA processes on the device while measuring; null: unknown
+  int64_t gpu_processes_expected = 1;    // the judge and its workers
   Figure tracing_overhead_us, cupti_minus_event_us;
   KernelTiming kernel_timing, base_timing;
 };
