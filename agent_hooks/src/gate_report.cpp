@@ -39,6 +39,12 @@ std::string join(const std::vector<std::string>& v, const std::string& sep) {
   return out;
 }
 
+// A build hash as the worker's build writes it: 64 lowercase hex digits. Anything else (empty, a
+// NUL in front, another length) names no build.
+bool is_sha256_hex(const std::string& h) {
+  return h.size() == 64 && std::all_of(h.begin(), h.end(), [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); });
+}
+
 // A finite number at j[key], else nothing (absent, null, not a number).
 std::optional<double> num(const json& j, const char* key) {
   if (!j.is_object()) return std::nullopt;
@@ -741,7 +747,7 @@ GateReportOutput build_gate_report(const ReportInputs& in) {
       reasons.add("TEST_CRASHED", s.id, err);
     } else {
       const verify::ResultDocument& r = *doc;
-      if (r.kernel_tree_sha256 && !r.kernel_tree_sha256->empty()) verified_trees.insert(*r.kernel_tree_sha256);
+      if (r.kernel_tree_sha256 && is_sha256_hex(*r.kernel_tree_sha256)) verified_trees.insert(*r.kernel_tree_sha256);
       else if (r.status == "passed" || r.status == "failed") verified_unhashed.push_back(s.id);
       const std::string& status = r.status;
       const std::string result_seed = r.base_seed.value_or("");

@@ -7,10 +7,16 @@
 #include <cuda_fp8.h>
 #include <cuda_runtime.h>
 
+#include <sys/mman.h>
+#include <unistd.h>
+
 #include <atomic>
+#include <cctype>
 #include <chrono>
 #include <cstdint>
 #include <cstring>
+#include <fstream>
+#include <iterator>
 #include <map>
 #include <mutex>
 #include <string>
@@ -268,6 +274,54 @@ cudaError_t launch_wrong_after_first_call(const AttnParams& p, cudaStream_t s) {
   return cudaGetLastError();
 }
 
+// ---- Another build's name while verification watches (aimed at the gate tying every verify
+// result to the timed build) ---------------------------------------------------------------------
+// In a worker whose judge is verifying this cheat, the build hash compiled into the worker is blanked
+// before the worker says hello, so verification's results name no build while the timed run names
+// the real one: an agent that swapped the candidate between the gate's tests would hide that way.
+constexpr const char* kBuildHashCheat = "cheat_build_hash_when_verified";
+
+bool judge_is_verifying_this_cheat() {
+  std::ifstream f("/proc/" + std::to_string(::getppid()) + "/cmdline", std::ios::binary);
+  const std::string cmd((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  return cmd.find("verify") != std::string::npos && cmd.find(kBuildHashCheat) != std::string::npos;
+}
+
+bool is_hash_at(const char* p) {
+  for (int i = 0; i < 64; ++i)
+    if (!std::isxdigit(static_cast<unsigned char>(p[i])) || std::isupper(static_cast<unsigned char>(p[i]))) return false;
+  return p[64] == '\0';
+}
+
+// The NUL-terminated run of 64 lowercase hex digits in the executable's read-only data gets a NUL
+// first (the page is made writable for that: copy on write, this process only).
+void blank_build_hash() {
+  char exe[4096] = {};
+  if (::readlink("/proc/self/exe", exe, sizeof exe - 1) <= 0) return;
+  std::ifstream maps("/proc/self/maps");
+  const long page = ::sysconf(_SC_PAGESIZE);
+  for (std::string line; std::getline(maps, line);) {
+    uintptr_t lo = 0, hi = 0;
+    char perms[5] = {};
+    if (std::sscanf(line.c_str(), "%lx-%lx %4s", &lo, &hi, perms) != 3 || perms[0] != 'r') continue;
+    if (line.size() < std::strlen(exe) || line.compare(line.size() - std::strlen(exe), std::string::npos, exe) != 0)
+      continue;
+    for (char* p = reinterpret_cast<char*>(lo) + 1; p + 65 <= reinterpret_cast<char*>(hi); ++p) {
+      if (p[-1] != '\0' || !is_hash_at(p)) continue;
+      void* at = reinterpret_cast<void*>(reinterpret_cast<uintptr_t>(p) & ~uintptr_t(page - 1));
+      if (::mprotect(at, page, PROT_READ | PROT_WRITE) == 0) p[0] = '\0';
+    }
+  }
+}
+
+const bool g_build_hash_blanked = [] {
+  if (!judge_is_verifying_this_cheat()) return false;
+  blank_build_hash();
+  return true;
+}();
+
+cudaError_t launch_build_hash_when_verified(const AttnParams& p, cudaStream_t s) { return launch_honest(p, s); }
+
 // Registered from one table: name, what it does, launch function.
 struct IsolationCheat {
   const char* name;
@@ -303,6 +357,8 @@ const IsolationCheat kIsolationCheats[] = {
      "float atomics in an order that varies between calls", launch_atomic_order},
     {"cheat_wrong_after_first_call",
      "correct on the first call with an output pointer, then O scaled by 1.5", launch_wrong_after_first_call},
+    {kBuildHashCheat, "honest, but blanks its worker's build hash while verification watches",
+     launch_build_hash_when_verified},
 };
 const bool g_registered = [] {
   for (const IsolationCheat& c : kIsolationCheats)
