@@ -33,6 +33,15 @@ have_pkg libcli11-dev || have_config 'share/cmake/CLI11/CLI11Config.cmake' ||
   have_config 'lib*/cmake/CLI11/CLI11Config.cmake' || have_config 'lib/*/cmake/CLI11/CLI11Config.cmake' ||
   need+=(libcli11-dev)
 
+command -v python3 >/dev/null || need+=(python3)  # ci/verify.sh's verdict (ci/verify_summary.py), the ci/ tests
+# Optional: ci/verify_summary.py reads gate.yaml with PyYAML when it can (else its one key by hand).
+want=()
+python3 -c 'import yaml' 2>/dev/null || have_pkg python3-yaml || want+=(python3-yaml)
+# Optional: libseccomp-dev (seccomp.h, the static libseccomp.a) for attngate_sandbox's filter; without
+# it the launcher is built without seccomp and reports SANDBOX_UNAVAILABLE: seccomp (kernels/worker/README.md).
+have_pkg libseccomp-dev || [[ -e /usr/include/seccomp.h || -e /usr/local/include/seccomp.h ]] ||
+  [[ -e $(dirname "$0")/../.carry/root/usr/include/seccomp.h ]] || want+=(libseccomp-dev)
+
 if ((${#need[@]})); then
   if [[ $(id -u) -ne 0 ]]; then
     echo "attngate: missing packages: ${need[*]} (run this script as root, or install them)" >&2
@@ -41,6 +50,19 @@ if ((${#need[@]})); then
   echo "attngate: installing ${need[*]}"
   apt-get update -qq
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}" >/dev/null
+fi
+# Optional packages apart, so one that cannot be installed (no network, not in the release) stops nothing.
+if ((${#want[@]})); then
+  if [[ $(id -u) -eq 0 ]]; then
+    echo "attngate: installing ${want[*]} (optional)"
+    ((${#need[@]})) || apt-get update -qq || true
+    for p in "${want[@]}"; do
+      DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$p" >/dev/null ||
+        echo "attngate: could not install $p (optional; going on without it)" >&2
+    done
+  else
+    echo "attngate: optional package missing: ${want[*]} (not root; going on without it)" >&2
+  fi
 fi
 if [[ ! -x /usr/local/cuda/bin/nvcc ]]; then
   echo "attngate: no CUDA toolkit at /usr/local/cuda (nvcc is needed to build the kernels)" >&2
