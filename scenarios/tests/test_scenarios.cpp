@@ -653,6 +653,8 @@ TEST_F(Shipped, Gate) {
   EXPECT_EQ(s.settings.at("geomean_target"), "1.0");
   EXPECT_EQ(s.settings.at("scenario_floor"), "0.9");
   EXPECT_EQ(s.settings.at("baseline_kernel"), "initial");
+  EXPECT_EQ(s.settings.at("nondeterminism"), "fail");                   // the candidate's (the gate)
+  EXPECT_EQ(s.settings.at("library_nondeterminism"), "report");          // a library control's (ci/verify.sh)
   int causal = 0, gqa = 0;
   for (const Scenario& sc : s.scenarios) {
     EXPECT_EQ(int64_t{sc.batch} * sc.seqlen_q, 16384) << sc.id;
