@@ -245,7 +245,9 @@ foreach(want "[==[--compare=initial,candidate]==]" "[==[--kernel=initial]==]" "[
              "add_test([==[verify.batch.gate]==] [==[/x/attngate_verify_judge]==] [==[--worker=/w/attngate_worker_initial]==] [==[--batch]==]"
              "add_test([==[verify.batch.gate.others]==] [==[/x/attngate_verify_judge]==] [==[--worker=/w/attngate_worker_candidate]==] [==[--worker=/w/attngate_worker_initial]==] [==[--batch]==]"
              "add_test([==[verify.initial.gate_tiny]==] [==[/x/attngate_verify_judge]==] [==[--show-result=/b/verify/results/verify.initial.gate_tiny.json]==]"
-             "add_test([==[gate.performance]==] [==[/x/attngate_bench_judge]==] [==[--worker=/w/attngate_worker_initial]==] [==[--worker=/w/attngate_worker_candidate]==]"
+             # The baseline's worker first (here the suite makes `candidate` the baseline): the bench
+             # measures the round trip to it before any other worker exists.
+             "add_test([==[gate.performance]==] [==[/x/attngate_bench_judge]==] [==[--worker=/w/attngate_worker_candidate]==] [==[--worker=/w/attngate_worker_initial]==]"
              "add_test([==[gate.device]==] [==[/x/attngate_verify_judge]==]")
   string(FIND "${script}" "${want}" at)
   if(NOT (at GREATER -1))

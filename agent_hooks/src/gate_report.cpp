@@ -224,6 +224,13 @@ Timing judged_timing(const bench::KernelTiming& t) {
   j.checked_calls = t.get("checked_calls");
   j.inventory_kernels = t.get("inventory_kernels");
   j.foreign_kernels = t.get("foreign_kernels");
+  for (auto [field, name] : {std::pair{&Timing::judge_ms, "judge_ms"}, {&Timing::worker_event_ms, "worker_event_ms"},
+                              {&Timing::pre_ms, "pre_ms"}, {&Timing::hold_gap_max_us, "hold_gap_max_us"},
+                              {&Timing::handoff_us, "handoff_us"}, {&Timing::reference_handoff_us, "reference_handoff_us"},
+                              {&Timing::solo_handoff_us, "solo_handoff_us"},
+                              {&Timing::judge_resolution_us, "judge_resolution_us"},
+                              {&Timing::judge_resolution_pct, "judge_resolution_pct"}})
+    j.*field = t.get(name);
   j.process = t.process;
   j.foreign_kernel_names = t.foreign_kernel_names;
   return j;
@@ -259,7 +266,8 @@ struct Policy {
   double clock_tolerance = 0;  // CLOCK_DISAGREE tolerance: this share of the slower event time ...
   double clock_slack_ms = 0;   // ... plus this, for comparisons of event times (the worker's clocks)
   double wall_slack_ms = 0;    // ... or plus this, for the judge's wall clock (it carries the process round trip)
-  bool candidate_foreign_fail = true, baseline_foreign_fail = false, nondeterminism_fail = true;
+  double baseline_disturbed_us = 0;  // BASELINE_DISTURBED: the baseline's round trip may move this much
+  bool candidate_foreign_fail = true, baseline_foreign_fail = false, nondeterminism_fail = true, sandbox_fail = true;
   // Library-backed controls (the in-process cuDNN kernel): kernels under test that may launch
   // kernels outside their inventory. The shipped gate names none, so a candidate never may.
   std::set<std::string> library_controls;
@@ -287,12 +295,15 @@ Policy read_policy(const Suite& suite, const std::string& suite_file) {
   p.clock_tolerance = number("clock_tolerance", kDefaultClockTolerance, &r.clock_tolerance, &r.clock_tolerance_source);
   p.clock_slack_ms = number("clock_slack_ms", kDefaultClockSlackMs, &r.clock_slack_ms, &r.clock_slack_ms_source);
   p.wall_slack_ms = number("wall_slack_ms", kDefaultWallSlackMs, &r.wall_slack_ms, &r.wall_slack_ms_source);
+  p.baseline_disturbed_us = number("baseline_disturbed_us", kDefaultBaselineDisturbedUs, &r.baseline_disturbed_us,
+                                   &r.baseline_disturbed_us_source);
   p.candidate_foreign_fail = fail_or_allow("candidate_foreign_kernels", kDefaultCandidateForeignKernels,
                                            &r.candidate_foreign_kernels, &r.candidate_foreign_kernels_source);
   p.baseline_foreign_fail = fail_or_allow("baseline_foreign_kernels", kDefaultBaselineForeignKernels,
                                           &r.baseline_foreign_kernels, &r.baseline_foreign_kernels_source);
   p.nondeterminism_fail = fail_or_allow("nondeterminism", kDefaultNondeterminism, &r.nondeterminism,
                                         &r.nondeterminism_source);
+  p.sandbox_fail = fail_or_allow("sandbox", kDefaultSandbox, &r.sandbox, &r.sandbox_source);
   std::stringstream list(value_of("library_controls", "", &r.library_controls_source));
   for (std::string k; std::getline(list, k, ',');)
     if (!k.empty()) p.library_controls.insert(k);
@@ -310,6 +321,73 @@ Policy read_policy(const Suite& suite, const std::string& suite_file) {
 // baseline's difference is what the harness and noise explain), in either direction. Returns the
 // comparisons that failed, each naming itself (a-d) and its figures. A figure the candidate lacks
 // and the baseline has is a disagreement; one the baseline lacks is not compared.
+// The judge's clock of two kernels in workers (bench/README.md): (e) the worker's own events must
+// agree with it as the baseline's do; (f) the judge's work before its clock starts (poison, fresh
+// contents, flush) takes as long for both, since GPU work of another context in that window would be
+// work outside the clock; (g) the judge's hold kernel was not kept off the GPU longer than the
+// baseline's (a time slice of another context is about 0.14 ms or more on the H200).
+void judge_clock_disagreements(const json& c, const json& b, double tol, std::vector<std::string>& out) {
+  const auto wc = num(c, "worker_event_ms"), ec = num(c, "event_ms"), wb = num(b, "worker_event_ms"),
+             eb = num(b, "event_ms");
+  if (wc && ec && wb && eb && std::abs((*wc - *ec) - (*wb - *eb)) > tol)
+    out.push_back("(e) the worker's events vs the judge's clock: worker event time minus judge time is " +
+                  fmt("%+.4f", *wc - *ec) + " ms for the candidate, " + fmt("%+.4f", *wb - *eb) +
+                  " ms for the baseline; they differ by more than " + fmt("%.4f", tol) + " ms");
+  const auto pc = num(c, "pre_ms"), pb = num(b, "pre_ms");
+  if (pc && pb && std::abs(*pc - *pb) > tol)
+    out.push_back("(f) the judge's work before its clock starts took " + fmt("%.4f", *pc) + " ms for the candidate, " +
+                  fmt("%.4f", *pb) + " ms for the baseline (tolerance " + fmt("%.4f", tol) +
+                  " ms): GPU work of another context ran in that window, outside the clock");
+  const auto gc = num(c, "hold_gap_max_us"), gb = num(b, "hold_gap_max_us");
+  if (gc && gb && *gc > *gb + 1e3 * tol)
+    out.push_back("(g) the judge's hold kernel was kept off the GPU for " + fmt("%.1f", *gc) + " us during a call of "
+                  "the candidate's (the baseline's longest: " + fmt("%.1f", *gb) + " us): another context ran while the "
+                  "judge held its stream, before the clock started");
+}
+
+// FORBIDDEN_SYMBOL: what the timed workers' kernel libraries define that they must not (a function
+// of the CUDA runtime, CUPTI, libc... that the worker would call instead of the real one), "" when
+// nothing. Either role: an interposing baseline would forge the clock the candidate is held to.
+std::string forbidden_symbols(const bench::ComparisonDocument& P) {
+  std::set<std::string> found;
+  for (const auto& s : P.scenarios)
+    for (const auto* t : {&s.kernel_timing, &s.base_timing})
+      for (const auto& f : t->forbidden_symbols) found.insert(t->name + ": " + f);
+  if (found.empty()) return "";
+  std::vector<std::string> first(found.begin(), std::next(found.begin(), long(std::min<size_t>(found.size(), 4))));
+  return std::to_string(found.size()) + " symbol(s) defined by a worker's kernel library that a library the worker "
+         "links or its own code also defines (kernels/worker/cmake/symbols.cmake): " + join(first, "; ") +
+         (found.size() > first.size() ? "; ..." : "");
+}
+
+// SANDBOX_UNAVAILABLE: what of the workers' seal was missing in the timed run, "" when nothing.
+std::string sandbox_gaps(const bench::SandboxRecord& s) {
+  if (!s.enabled) return "the sandbox (ATTNGATE_SANDBOX=off)";
+  if (s.mechanisms.empty()) return "a record of their sandbox";
+  std::vector<std::string> missing;
+  for (const auto& m : s.mechanisms)
+    if (!m.available) missing.push_back(m.name + " (" + m.detail + ")");
+  return join(missing, ", ");
+}
+
+// BASELINE_DISTURBED: "" when the baseline's figures show nothing else ran on the GPU while it was
+// timed. Judged only for a baseline in a worker (an in-process one has no round trip).
+std::string baseline_disturbance(const json& b, const Policy& p) {
+  if (num(b, "isolated").value_or(0) <= 0) return "";
+  const auto solo = num(b, "solo_handoff_us"), seen = num(b, "reference_handoff_us"), gap = num(b, "hold_gap_max_us");
+  if (!solo || *solo <= 0)
+    return "the round trip to the baseline's worker was not measured alone (its worker must be the judge's first), "
+           "so a disturbed baseline could not be told";
+  std::vector<std::string> what;
+  if (!seen || std::abs(*seen - *solo) > p.baseline_disturbed_us)
+    what.push_back("its round trip to the judge was " + opt_fmt("%.1f", seen) + " us in this scenario against " +
+                   fmt("%.1f", *solo) + " us measured alone (tolerance " + fmt("%.1f", p.baseline_disturbed_us) + " us)");
+  if (gap && *gap > p.baseline_disturbed_us + 50)
+    what.push_back("the judge's hold kernel was kept off the GPU for " + fmt("%.1f", *gap) + " us during its calls");
+  return what.empty() ? "" : "the baseline was disturbed while it was timed: " + join(what, "; ") +
+                                 " (another context ran on the GPU)";
+}
+
 std::vector<std::string> clock_disagreements(const json& c, const json& b, const Policy& p) {
   std::vector<std::string> out;
   const auto ec = num(c, "event_ms"), eb = num(b, "event_ms");
@@ -356,6 +434,7 @@ std::vector<std::string> clock_disagreements(const json& c, const json& b, const
     compare("(d) fresh inputs vs the rest", "fresh_wall_ms", "wall_ms", "wall time on fresh inputs", "wall time",
             wall_tol + 2 * p.wall_slack_ms);
   }
+  if (num(c, "isolated").value_or(0) > 0 && num(b, "isolated").value_or(0) > 0) judge_clock_disagreements(c, b, tol, out);
   return out;
 }
 
@@ -925,6 +1004,10 @@ GateReportOutput build_gate_report(const ReportInputs& in) {
                                  "); the gate requires it to run in a worker process apart from the judge");
       // Every clock agrees with the others as the baseline's do.
       if (auto d = clock_disagreements(cand, base, policy); !d.empty()) flag("CLOCK_DISAGREE", join(d, "; "));
+      // The baseline ran undisturbed: its round trip to the judge in this scenario is the one
+      // measured before the candidate's worker existed, and no other context kept the judge's hold
+      // kernel off the GPU during its calls (a GPU hog elsewhere slows every clock of the baseline).
+      if (auto d = baseline_disturbance(base, policy); !d.empty()) flag("BASELINE_DISTURBED", d);
       // No clock beats the device.
       const Plausibility pl = plausibility(P, ps, cand, base, policy.wall_slack_ms);
       row.floor_ms = pl.floor_ms;
@@ -964,6 +1047,9 @@ GateReportOutput build_gate_report(const ReportInputs& in) {
                         opt_fmt("%.4f", geomean.ci_high) + "]: the lower bound " + fmt("%.4f", *lo) +
                         " does not clear the target " + fmt("%.4f", geomean_target));
     }
+    if (const std::string found = forbidden_symbols(P); !found.empty()) reasons.add("FORBIDDEN_SYMBOL", "", found);
+    if (const std::string missing = sandbox_gaps(P.sandbox); !missing.empty() && policy.sandbox_fail)
+      reasons.add("SANDBOX_UNAVAILABLE", "", "the workers ran without " + missing + " (settings.sandbox: fail)");
     perf_info = {in.perf.string(), P.wall_s, P.noise_target};
   }
 

@@ -58,6 +58,10 @@ struct Clocks {
   int kmin = 1, kmax = 1;
   double foreign = 0, streams = 1, memcpy = 0, memset = 0;
   std::optional<double> traced_event, traced_wall, cupti_minus_us, fresh_event, fresh_wall;
+  // The judge's clock (bench/README.md): the worker's own events (default: the event time), the
+  // judge's work before its clock, its hold kernel's longest gap, the round trips.
+  std::optional<double> worker_event;
+  double pre = 0.05, hold_gap_us = 2.0, reference_handoff_us = 287.5, solo_handoff_us = 287.4;
   double fresh_calls = 4, isolated = 1;
   std::string process = "worker";
   std::vector<std::string> foreign_kernels;  // mangled names outside the worker's inventory
@@ -88,6 +92,14 @@ json timing(const std::string& name, const Clocks& c) {
           {"foreign_kernel_names", c.foreign_kernels},
           {"kernel_tree_sha256", c.tree},
           {"process", c.process},
+          {"judge_ms", c.event + 1e-3 * c.solo_handoff_us},
+          {"worker_event_ms", c.worker_event.value_or(c.event)},
+          {"pre_ms", c.pre},
+          {"hold_gap_max_us", c.hold_gap_us},
+          {"handoff_us", c.solo_handoff_us},
+          {"reference_handoff_us", c.reference_handoff_us},
+          {"solo_handoff_us", c.solo_handoff_us},
+          {"judge_resolution_us", 0.45},
           {"event_ms", c.event},
           {"kernel_ms", c.kernel},
           {"span_ms", c.kernel},
@@ -130,6 +142,10 @@ json perf_json(const std::vector<PerfRow>& rows, double geo = 1.05, double lo = 
             {"geomean_wall_speedup", geo},
             {"bootstrap_resamples", 2000},
             {"wall_s", 12.5},
+            {"input_seed", 123456789},
+            {"sandbox", {{"enabled", true},
+                         {"mechanisms", json::array({{{"name", "landlock"}, {"available", true}, {"detail", "ABI 7"}},
+                                                     {{"name", "seccomp"}, {"available", true}, {"detail", "2.5.4"}}})}}},
             {"sm_clock", {{"available", true}, {"median_mhz", 1980.0}, {"min_mhz", 1900.0}, {"device_max_mhz", 1980.0},
                           {"lowest_median_mhz", 1950.0}, {"highest_median_mhz", 1980.0}, {"event_reasons", 4}}},
             {"scenarios", json::array()},
@@ -864,12 +880,17 @@ TEST_F(ReportCmd, ReadsWhatTheBenchWrites) {
   cmp.peak_tflops = 989.5;
   cmp.hbm_tbps = 4.8;
   cmp.resamples = 200;
+  cmp.sandbox = {true, {{"landlock", true, "ABI 7"}, {"seccomp", true, "2.5.4"}}};
   const std::string tree = candidate_tree_sha256(sb.candidate().parent_path());
   const Suite suite = load_suite_file(sb.dir / "scenarios" / "gate.yaml");
   for (const Scenario& s : suite.scenarios) {
     bench::Measurement m;
     m.clock.available = true;
     m.clock.median_mhz = m.clock.before_mhz = m.clock.after_mhz = m.clock.min_mhz = m.clock.device_max_mhz = 1980;
+    // The judge's clock: a round trip of 0.2875 ms measured alone and again with the baseline.
+    m.handoff_ms = m.solo_handoff_ms = 0.2875;
+    m.reference_handoff_ms = 0.2876;
+    m.judge_resolution_ms = 0.00045;
     for (auto [name, ms] : {std::pair{"candidate", 0.9}, std::pair{"initial", 1.0}}) {
       bench::KernelSeries k;
       k.kernel = name;
@@ -881,8 +902,12 @@ TEST_F(ReportCmd, ReadsWhatTheBenchWrites) {
       k.fresh_wall_ms = {ms * 1.001 + 0.03, ms * 1.002 + 0.03};
       for (int i = 0; i < 30; ++i) {
         k.event_ms.push_back(ms * (1 + 0.0001 * (i % 3)));
+        k.judge_ms.push_back(k.event_ms.back() + m.handoff_ms);
+        k.worker_event_ms.push_back(k.event_ms.back());
+        k.pre_ms.push_back(0.05);
         k.wall_ms.push_back(ms + 0.03);
       }
+      k.hold_gap_max_us = 2;
       for (int i = 0; i < 4; ++i) {
         bench::CallTrace t;
         t.kernels = 1;
@@ -917,6 +942,9 @@ TEST_F(ReportCmd, ReadsWhatTheBenchWrites) {
   EXPECT_EQ(j["provenance"]["candidate_tree_sha256_built"], tree);
   EXPECT_EQ(a["candidate"]["process"], "worker");
   EXPECT_EQ(a["candidate"]["isolated"], 1.0);
+  EXPECT_NEAR(a["candidate"]["judge_ms"].get<double>(), 0.9 + 0.2875, 1e-3);
+  EXPECT_NEAR(a["baseline"]["solo_handoff_us"].get<double>(), 287.5, 1e-9);
+  EXPECT_NEAR(a["baseline"]["judge_resolution_pct"].get<double>(), 100 * 0.00045 / 1.0, 1e-3);
   EXPECT_EQ(a["candidate"]["fresh_calls"], 2.0);
   EXPECT_TRUE(a["flags"].empty()) << a["flags"];
   EXPECT_TRUE(a["floor_ms"].is_number());
@@ -1073,6 +1101,101 @@ TEST_F(ReportPolicy, GpuSharedWhenAnotherProcessHeldTheGpuWhileTiming) {
   rows = aa_rows();
   rows[0].gpu_processes = -1;  // NVML could not count: not a failure
   rows[2].gpu_processes = 2;   // fewer than expected (a worker had not made its context yet): fine
+  expect_pass(rows);
+}
+
+// BASELINE_DISTURBED: the baseline's round trip in a scenario against the one measured alone (20 µs
+// by default), its hold gaps (20 + 50 µs), and a round trip alone that was never measured.
+TEST_F(ReportPolicy, BaselineDisturbedWhenItsRoundTripMovedOrAnotherContextRan) {
+  ASSERT_EQ(prepare().exit_code, 0);
+  all_passed();
+  auto rows = aa_rows();
+  rows[1].base.reference_handoff_us = 287.4 + 180;  // a GPU hog in another process (the H200 probe)
+  json j = expect_reason(rows, "BASELINE_DISTURBED", {"gate_b"},
+                         "gate_b: the baseline was disturbed while it was timed: its round trip to the judge was 467.4 "
+                         "us in this scenario against 287.4 us measured alone (tolerance 20.0 us)");
+  EXPECT_EQ(codes(j), std::vector<std::string>{"BASELINE_DISTURBED"});
+  rows = aa_rows();
+  rows[0].base.reference_handoff_us = 287.4 - 19.0;  // within the tolerance, either way
+  rows[2].base.reference_handoff_us = 287.4 + 19.0;
+  rows[1].base.hold_gap_us = 69.0;
+  expect_pass(rows);
+  rows[1].base.hold_gap_us = 71.0;
+  expect_reason(rows, "BASELINE_DISTURBED", {"gate_b"}, "the judge's hold kernel was kept off the GPU for 71.0 us");
+  rows = aa_rows();
+  rows[2].base.solo_handoff_us = 0;  // the baseline's worker was not the judge's first
+  expect_reason(rows, "BASELINE_DISTURBED", {"gate_c"}, "the round trip to the baseline's worker was not measured alone");
+  settings("  baseline_disturbed_us: \"200\"\n");
+  rows = aa_rows();
+  rows[1].base.reference_handoff_us = 287.4 + 180;
+  expect_pass(rows);
+}
+
+// SANDBOX_UNAVAILABLE: a mechanism the machine lacked, the sandbox off, no record; gate.yaml's
+// `sandbox: allow` lets it through.
+TEST_F(ReportPolicy, SandboxUnavailableFailsUnlessThePolicyAllowsIt) {
+  ASSERT_EQ(prepare().exit_code, 0);
+  all_passed();
+  json p = perf_json(aa_rows(), 1.0005, 0.999, 1.002);
+  p["sandbox"]["mechanisms"][1]["available"] = false;
+  p["sandbox"]["mechanisms"][1]["detail"] = "built without libseccomp";
+  perf(p);
+  EXPECT_EQ(report({{"ATTNGATE_GEOMEAN_TARGET", "0.95"}}).exit_code, 1);
+  json j = report_json();
+  EXPECT_EQ(codes(j), std::vector<std::string>{"SANDBOX_UNAVAILABLE"});
+  EXPECT_TRUE(has(detail(j, "SANDBOX_UNAVAILABLE"), "the workers ran without seccomp (built without libseccomp)"))
+      << detail(j, "SANDBOX_UNAVAILABLE");
+  p["sandbox"]["enabled"] = false;
+  perf(p);
+  EXPECT_EQ(report({{"ATTNGATE_GEOMEAN_TARGET", "0.95"}}).exit_code, 1);
+  EXPECT_TRUE(has(detail(report_json(), "SANDBOX_UNAVAILABLE"), "ATTNGATE_SANDBOX=off"));
+  p.erase("sandbox");
+  perf(p);
+  EXPECT_EQ(report({{"ATTNGATE_GEOMEAN_TARGET", "0.95"}}).exit_code, 1);
+  EXPECT_TRUE(has(detail(report_json(), "SANDBOX_UNAVAILABLE"), "ATTNGATE_SANDBOX=off"));
+  settings("  sandbox: \"allow\"\n");
+  EXPECT_EQ(report({{"ATTNGATE_GEOMEAN_TARGET", "0.95"}}).exit_code, 0);
+}
+
+// FORBIDDEN_SYMBOL: a worker whose kernel library defines what a library the worker calls defines.
+TEST_F(ReportPolicy, ForbiddenSymbolWhenAWorkersLibraryInterposes) {
+  ASSERT_EQ(prepare().exit_code, 0);
+  all_passed();
+  json p = perf_json(aa_rows(), 1.0005, 0.999, 1.002);
+  p["scenarios"][1]["kernel_timing"]["forbidden_symbols"] =
+      json::array({"cudaEventElapsedTime (candidate.cu.o): also defined by libcudart_static.a"});
+  perf(p);
+  EXPECT_EQ(report({{"ATTNGATE_GEOMEAN_TARGET", "0.95"}}).exit_code, 1);
+  json j = report_json();
+  EXPECT_EQ(codes(j), std::vector<std::string>{"FORBIDDEN_SYMBOL"});
+  EXPECT_TRUE(has(detail(j, "FORBIDDEN_SYMBOL"),
+                  "1 symbol(s) defined by a worker's kernel library that a library the worker links or its own code "
+                  "also defines (kernels/worker/cmake/symbols.cmake): candidate: cudaEventElapsedTime (candidate.cu.o)"))
+      << detail(j, "FORBIDDEN_SYMBOL");
+  p["scenarios"][1]["kernel_timing"]["forbidden_symbols"] = json::array();
+  perf(p);
+  EXPECT_EQ(report({{"ATTNGATE_GEOMEAN_TARGET", "0.95"}}).exit_code, 0);
+}
+
+// CLOCK_DISAGREE (e)-(g), the judge's clock: the worker's own events against it, the judge's work
+// before its clock, its hold kernel's gaps; tolerance 0.0550 ms on the A/A rows.
+TEST_F(ReportPolicy, ClockDisagreeAgainstTheJudgesClock) {
+  ASSERT_EQ(prepare().exit_code, 0);
+  all_passed();
+  auto rows = aa_rows();
+  rows[0].cand.worker_event = 0.500 - 0.060;  // a forged event time, 60 µs below the judge's
+  expect_reason(rows, "CLOCK_DISAGREE", {"gate_a"}, "(e) the worker's events vs the judge's clock");
+  rows[0].cand.worker_event = 0.500 - 0.050;
+  expect_pass(rows);
+  rows = aa_rows();
+  rows[1].cand.pre = 0.05 + 0.060;  // work of the candidate's context before the clock
+  expect_reason(rows, "CLOCK_DISAGREE", {"gate_b"}, "(f) the judge's work before its clock starts took 0.1100 ms");
+  rows[1].cand.pre = 0.05 + 0.050;
+  expect_pass(rows);
+  rows = aa_rows();
+  rows[2].cand.hold_gap_us = 2.0 + 60;  // another context ran while the judge held its stream
+  expect_reason(rows, "CLOCK_DISAGREE", {"gate_c"}, "(g) the judge's hold kernel was kept off the GPU for 62.0 us");
+  rows[2].cand.hold_gap_us = 2.0 + 50;
   expect_pass(rows);
 }
 

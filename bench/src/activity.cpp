@@ -97,7 +97,7 @@ std::vector<CallTrace> attribute_calls(const ActivityLog& log, const std::vector
   }
 
   std::vector<uint64_t> hold_starts;
-  std::optional<uint32_t> harness_stream;
+  std::optional<uint32_t> harness_stream = markers.stream_id;
   for (const auto& r : log.records) {
     if (!is_harness(r, markers)) continue;
     ++local.harness;

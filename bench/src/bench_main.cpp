@@ -12,6 +12,7 @@
 #include <fstream>
 #include <iostream>
 #include <optional>
+#include <random>
 #include <string>
 #include <thread>
 #include <vector>
@@ -28,6 +29,7 @@
 #include "attngate/verify/gpu_pinning.hpp"
 #include "attngate/verify/problem.hpp"
 #include "attngate/verify/remote.hpp"
+#include "attngate/worker/sandbox.hpp"
 
 #ifndef ATTNGATE_DEFAULT_SCENARIO_DIR
 #error "ATTNGATE_DEFAULT_SCENARIO_DIR must be defined by the build"
@@ -47,7 +49,7 @@ struct Options {
   double time_cap_s = 1.0;
   int min_samples = 20;
   int input_sets = 3;
-  uint64_t seed = 0x5EEDu;
+  std::optional<uint64_t> seed;  // none: drawn at run time (and recorded for replay)
   double peak_tflops = 0;  // 0: look the device up
   int bootstrap_resamples = 2000;
   bool print_fields = false;
@@ -110,7 +112,8 @@ Options parse_own_flags(int& argc, char** argv) {
       ->check(kNonNegativeInteger);
   app.add_option("--input-sets", o.input_sets, "Input sets rotated through (default 3; fewer if memory is short)")
       ->check(kNonNegativeInteger);
-  app.add_option("--seed", o.seed, "Base seed of the inputs (default 0x5EED)")->check(kNonNegativeInteger);
+  app.add_option("--seed", o.seed, "Base seed of the inputs (default: drawn at run time; the comparison records it)")
+      ->check(kNonNegativeInteger);
   app.add_option("--shard", shard, "i/N: time only shard i of N of the suite (deterministic split by FLOPs)");
   app.add_option("--peak-tflops", o.peak_tflops, "Dense bf16 peak for pct_peak (default: looked up by device name)")
       ->check(kNonNegativeNumber);
@@ -264,14 +267,29 @@ void run_compare(benchmark::State& st, Harness& h, const KernelInfo* k, const Ke
   g_report.rows.push_back(std::move(row));
 }
 
-int run(int argc, char** argv) {
-  if (!attngate::plugin::load_plugins(argc, argv)) return 2;
+// Starts the workers in the order given. When the comparison's base runs in the first one, the
+// round trip to it is measured before any other worker exists (Harness::calibrate_solo_handoff):
+// the judge's clock then rests on a figure no other process could disturb.
+bool start_workers(const std::vector<std::string>& paths, Harness& harness, const Options& opt) {
   try {
-    attngate::verify::remote::load_workers(argc, argv);  // --worker=PATH: kernels in their own process
+    for (size_t i = 0; i < paths.size(); ++i) {
+      attngate::verify::remote::start_worker(paths[i]);
+      const KernelInfo* base = opt.compare_base.empty() ? nullptr : KernelRegistry::instance().find(opt.compare_base);
+      if (i != 0 || !base) continue;
+      const double ms = harness.calibrate_solo_handoff(*base, 50);
+      if (ms > 0) std::cerr << "attngate_bench: round trip to " << base->name << "'s worker, alone: " << 1e3 * ms << " us\n";
+    }
   } catch (const std::exception& e) {
     std::cerr << "attngate_bench: " << e.what() << "\n";
-    return 2;
+    return false;
   }
+  return true;
+}
+
+int run(int argc, char** argv) {
+  if (!attngate::plugin::load_plugins(argc, argv)) return 2;
+  // --worker=PATH: kernels in their own process, started once the harness exists (start_workers).
+  const std::vector<std::string> workers = attngate::verify::remote::take_worker_args(argc, argv);
   const auto t_start = std::chrono::steady_clock::now();
   Options opt = parse_own_flags(argc, argv);
   if (opt.print_fields) {
@@ -304,6 +322,7 @@ int run(int argc, char** argv) {
   }
 
   Harness harness(0);
+  if (!start_workers(workers, harness, opt)) return 2;
   const DevicePeak looked_up = lookup_peak(harness.device_name());
   const double peak = opt.peak_tflops > 0 ? opt.peak_tflops : looked_up.bf16_dense_tflops;
   benchmark::AddCustomContext("attngate_device", harness.device_name());
@@ -322,7 +341,14 @@ int run(int argc, char** argv) {
   mo.stop.time_cap_s = opt.time_cap_s;
   mo.stop.min_samples = opt.min_samples;
   mo.input_sets = opt.input_sets;
-  mo.seed = opt.seed;
+  // Drawn now, so that no output can be prepared for the timed inputs; printed and recorded for replay.
+  mo.seed = opt.seed ? *opt.seed : (uint64_t(std::random_device{}()) << 32) ^ std::random_device{}();
+  std::cerr << "attngate_bench: input seed " << mo.seed << " (replay with --seed=" << mo.seed << ")\n";
+  benchmark::AddCustomContext("attngate_input_seed", std::to_string(mo.seed));
+  g_report.input_seed = mo.seed;
+  g_report.sandbox.enabled = attngate::verify::remote::sandbox_enabled();
+  for (const auto& m : attngate::sandbox::probe_sandbox().mechanisms)
+    g_report.sandbox.mechanisms.push_back({m.name, m.available, m.detail});
   mo.idle_ratio = opt.idle_ratio;
   benchmark::AddCustomContext("attngate_idle_ratio", std::to_string(opt.idle_ratio));
 

@@ -39,6 +39,7 @@ KernelTiming timing_document(const KernelFigures& k) {
   t.kernel_count_max = k.kernel_count_max;
   t.kernel_count_changed = k.kernel_count_min != k.kernel_count_max;
   t.foreign_kernel_names = k.foreign_kernels;
+  t.forbidden_symbols = k.forbidden_symbols;
   t.kernel_tree_sha256 = k.kernel_tree_sha256;
   t.kernel_tree_dir = k.kernel_tree_dir;
   t.process = k.isolated ? "worker" : "in-process";
@@ -174,6 +175,7 @@ ComparisonRow comparison_row(const Scenario& s, const Measurement& m, const Repo
       for (const auto& n : t.kernel_names) names.insert(short_kernel_name(n));
     f.kernel_names.assign(names.begin(), names.end());
     f.foreign_kernels = k.foreign_kernels;
+    f.forbidden_symbols = k.forbidden_symbols;
     f.kernel_tree_sha256 = k.kernel_tree_sha256;
     f.kernel_tree_dir = k.kernel_tree_dir;
     f.isolated = k.isolated;
@@ -270,6 +272,8 @@ ComparisonDocument comparison_document(const ComparisonReport& r, const SuiteSpe
   d.geomean_wall_speedup = figure(geomean_clock_speedup(r, "wall_ms"));
   d.bootstrap_resamples = s.resamples;
   d.bootstrap_seed = s.seed;
+  d.input_seed = r.input_seed;
+  d.sandbox = r.sandbox;
   d.wall_s = figure(r.wall_s);
   d.shard = {r.shard_index, r.shard_count};
   d.sm_clock = sm_clock_summary(r);

@@ -10,12 +10,15 @@
 #include <thread>
 
 #include <fstream>
+#include <cmath>
+#include <optional>
 #include <random>
 #include <set>
 
 #include "attngate/bench/cupti_tracer.hpp"
 #include "attngate/cuda_check.hpp"
 #include "attngate/verify/remote.hpp"
+#include "attngate/worker/protocol.hpp"
 
 namespace attngate::bench {
 
@@ -44,12 +47,41 @@ size_t problem_bytes(const Scenario& s) {
 
 }  // namespace
 
+// The judge's interprocess events for one kernel in a worker (remote.hpp's JudgeEvents).
+class IpcEventPair {
+ public:
+  IpcEventPair() {
+    for (cudaEvent_t* e : {&go_, &done_})
+      ATTNGATE_CUDA_CHECK(cudaEventCreateWithFlags(e, cudaEventInterprocess | cudaEventDisableTiming));
+    cudaIpcEventHandle_t h{};
+    ATTNGATE_CUDA_CHECK(cudaIpcGetEventHandle(&h, go_));
+    handles_.go = worker::to_hex(h);
+    ATTNGATE_CUDA_CHECK(cudaIpcGetEventHandle(&h, done_));
+    handles_.done = worker::to_hex(h);
+  }
+  ~IpcEventPair() {
+    if (go_) cudaEventDestroy(go_);  // no throw from a destructor
+    if (done_) cudaEventDestroy(done_);
+  }
+  IpcEventPair(const IpcEventPair&) = delete;
+  IpcEventPair& operator=(const IpcEventPair&) = delete;
+  cudaEvent_t go() const { return go_; }
+  cudaEvent_t done() const { return done_; }
+  const verify::remote::JudgeEvents& handles() const { return handles_; }
+
+ private:
+  cudaEvent_t go_ = nullptr, done_ = nullptr;
+  verify::remote::JudgeEvents handles_;
+};
+
 struct Harness::Contestant {
   const KernelInfo* kernel = nullptr;
   verify::remote::RemoteKernel* remote = nullptr;  // set when the kernel runs in a worker
   std::vector<std::unique_ptr<verify::Problem>> inputs;
   KernelSeries series;
   std::vector<CallTrace> remote_traces;  // traced calls of the current block, from the worker
+  std::unique_ptr<IpcEventPair> events;  // remote: the judge's clock around the worker's call
+  std::unique_ptr<verify::DeviceSnapshot> at_stop;  // remote: the outputs when the judge's clock stopped
 };
 
 namespace {
@@ -66,6 +98,28 @@ CallTrace from_wire(const worker::WireTrace& w, uint64_t call_id) {
   t.streams = w.streams;
   t.kernel_names = w.kernel_names;
   return t;
+}
+
+// The contestant whose handoff calibrates the judge's clock: `asked` if >= 0, else the last kernel
+// that runs in a worker (the baseline, in a comparison); -1 when none does.
+int handoff_reference(const std::vector<bool>& remote, int asked) {
+  if (asked >= 0) {
+    if (size_t(asked) >= remote.size() || !remote[size_t(asked)])
+      throw std::invalid_argument("measure: handoff_reference " + std::to_string(asked) + " is not a kernel in a worker");
+    return asked;
+  }
+  for (int i = int(remote.size()) - 1; i >= 0; --i)
+    if (remote[size_t(i)]) return i;
+  return -1;
+}
+
+// 1.4826 x the median absolute deviation: the standard deviation of normal data, robust to outliers.
+double robust_sd(const std::vector<double>& v) {
+  if (v.size() < 2) return 0.0;
+  const double mid = median(v);
+  std::vector<double> dev;
+  for (double x : v) dev.push_back(std::abs(x - mid));
+  return 1.4826 * median(dev);
 }
 
 // Kernels the traced calls ran that the worker's build-time inventory does not list.
@@ -92,12 +146,14 @@ Harness::Harness(int device) : device_(select_device(device)), clock_(device) {
   clean_state_ = verify::read_stream_state(stream_);
   ATTNGATE_CUDA_CHECK(cudaEventCreate(&start_));
   ATTNGATE_CUDA_CHECK(cudaEventCreate(&stop_));
+  ATTNGATE_CUDA_CHECK(cudaEventCreate(&pre_));
 }
 
 Harness::~Harness() {
   // No throw from a destructor.
   if (start_) cudaEventDestroy(start_);
   if (stop_) cudaEventDestroy(stop_);
+  if (pre_) cudaEventDestroy(pre_);
   if (stream_) cudaStreamDestroy(stream_);
 }
 
@@ -106,22 +162,23 @@ void Harness::sample_clock(std::vector<ClockReading>& out) const {
 }
 
 Harness::CallTimes Harness::timed_call(Contestant& c, size_t input, bool traced, uint64_t call_id,
-                                      bool device_sync) {
+                                      bool device_sync, const FreshContents* fresh) {
   if (idle_ratio_ > 0 && last_event_ms_ > 0)
     std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(idle_ratio_ * last_event_ms_));
   // Outside the timed region: undo a persisting-L2 window or set-aside a call left behind (it would
-  // keep data in L2 across the flush), drop persisting lines, evict the previous call's data.
+  // keep data in L2 across the flush), drop persisting lines.
   if (!verify::describe_state_change(clean_state_, verify::read_stream_state(stream_)).empty())
     verify::reset_stream_state(stream_, clean_state_);
   ATTNGATE_CUDA_CHECK(cudaCtxResetPersistingL2Cache());
+  verify::Problem& p = *c.inputs[input];
+  if (c.remote) return remote_call(c, p, traced, call_id, fresh);
+  if (fresh) p.fill(fresh->seed, fresh->distribution, stream_);
   // Every timed call starts from the poison a checked call starts from (before the flush, so the
   // poisoned lines leave L2 too).
-  verify::Problem& p = *c.inputs[input];
   p.o.poison(stream_);
   p.lse.poison(stream_);
-  ATTNGATE_CUDA_CHECK(cudaMemsetAsync(flush_.get(), int(call_id & 0xff), flush_bytes_, stream_));
+  flush_l2(call_id);
   ATTNGATE_CUDA_CHECK(cudaStreamSynchronize(stream_));
-  if (c.remote) return remote_call(c, p, traced, call_id);
 
   CuptiTracer& tracer = CuptiTracer::instance();
   hold_.hold(stream_);
@@ -151,31 +208,154 @@ Harness::CallTimes Harness::timed_call(Contestant& c, size_t input, bool traced,
   CallTimes out;
   float ms = 0;
   ATTNGATE_CUDA_CHECK(cudaEventElapsedTime(&ms, start_, stop_));
-  out.event_ms = ms;
+  out.event_ms = out.judge_ms = out.worker_event_ms = ms;
   last_event_ms_ = ms;
   out.wall_ms = std::chrono::duration<double, std::milli>(t1 - t0).count();
   out.held_timeout = hold_.last_timed_out();
   return out;
 }
 
-Harness::CallTimes Harness::remote_call(Contestant& c, verify::Problem& p, bool traced, uint64_t call_id) {
+void Harness::flush_l2(uint64_t call_id) {
+  ATTNGATE_CUDA_CHECK(cudaMemsetAsync(flush_.get(), int(call_id & 0xff), flush_bytes_, stream_));
+}
+
+// The judge's clock around a call in a worker. On the judge's stream, behind its hold: the outputs
+// poisoned, fresh contents written (so no earlier work could have seen them), L2 flushed, the start
+// event, then the go event the worker's stream waits for; the worker's done event, the stop event
+// and a snapshot of the outputs at that moment. Contexts of two processes are time-sliced, so the
+// snapshot sees what the call had written when the clock stopped; anything written later is caught
+// by comparing the snapshot with the outputs once the worker says it is done.
+Harness::CallTimes Harness::remote_call(Contestant& c, verify::Problem& p, bool traced, uint64_t call_id,
+                                       const FreshContents* fresh) {
   const auto t0 = Clock::now();
-  const verify::remote::TimedResult r = verify::remote::timed_call(*c.remote, p.params, stream_, traced, call_id);
-  const int64_t unwritten = verify::count_nan_outputs(p, stream_);
-  const auto t1 = Clock::now();
+  hold_.hold(stream_);
+  ATTNGATE_CUDA_CHECK(cudaEventRecord(pre_, stream_));
+  p.o.poison(stream_);
+  p.lse.poison(stream_);
+  if (fresh) p.fill(fresh->seed, fresh->distribution, stream_);
+  flush_l2(call_id);
+  ATTNGATE_CUDA_CHECK(cudaEventRecord(start_, stream_));
+  ATTNGATE_CUDA_CHECK(cudaEventRecord(c.events->go(), stream_));
+  try {
+    verify::remote::begin_timed(*c.remote, p.params, c.events->handles(), traced, call_id);
+  } catch (...) {
+    hold_.release();
+    cudaStreamSynchronize(stream_);  // already failing; the worker's error is the one to report
+    throw;
+  }
+  ATTNGATE_CUDA_CHECK(cudaStreamWaitEvent(stream_, c.events->done(), 0));
+  ATTNGATE_CUDA_CHECK(cudaEventRecord(stop_, stream_));
+  verify::take_snapshot(p, *c.at_stop, stream_);
+  hold_.release();
+  ATTNGATE_CUDA_CHECK(cudaStreamSynchronize(stream_));
+  const verify::remote::TimedResult r = verify::remote::finish_timed(*c.remote);
   ++c.series.calls;
+  CallTimes out;
+  float judge = 0, pre = 0;
+  ATTNGATE_CUDA_CHECK(cudaEventElapsedTime(&judge, start_, stop_));
+  ATTNGATE_CUDA_CHECK(cudaEventElapsedTime(&pre, pre_, start_));
+  out.judge_ms = judge;
+  out.event_ms = judge - handoff_ms_;
+  out.pre_ms = pre;
+  out.worker_event_ms = r.event_ms;
+  out.hold_gap_us = hold_.last_max_gap_us();
+  out.held_timeout = hold_.last_timed_out();
+  check_at_stop(c, p);
+  out.wall_ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+  if (traced && r.has_trace) c.remote_traces.push_back(from_wire(r.trace, call_id));
+  if (!r.stream_state.empty() && c.series.stream_state_changes++ == 0) c.series.stream_state = r.stream_state;
+  last_event_ms_ = out.event_ms;
+  return out;
+}
+
+// What the judge's stop saw must be the call's whole output: nothing unwritten, nothing written later.
+void Harness::check_at_stop(Contestant& c, verify::Problem& p) {
+  const verify::DeviceDiff late = verify::diff_from_snapshot(p, *c.at_stop, stream_);
+  if (late.o > 0 || late.lse > 0)
+    throw TimedRunCheckError(TimedRunCheckError::kSideStream, c.kernel->name, p.scenario.id,
+                             std::to_string(late.o) + " elements of O and " + std::to_string(late.lse) +
+                                 " of LSE changed after the judge's clock stopped (the worker's done event came "
+                                 "before its work was finished)");
+  const int64_t unwritten = verify::count_nan_outputs(p, stream_);
   if (unwritten > 0)
     throw TimedRunCheckError(TimedRunCheckError::kWrongOutput, c.kernel->name, p.scenario.id,
                              std::to_string(unwritten) + " elements of O and LSE still held the NaN poison when the "
-                             "worker said the call was done (a timed call that skipped work, or left it running)");
-  if (traced && r.has_trace) c.remote_traces.push_back(from_wire(r.trace, call_id));
-  if (!r.stream_state.empty() && c.series.stream_state_changes++ == 0) c.series.stream_state = r.stream_state;
-  last_event_ms_ = r.event_ms;
-  CallTimes out;
-  out.event_ms = r.event_ms;
-  out.wall_ms = std::chrono::duration<double, std::milli>(t1 - t0).count();
-  out.held_timeout = r.held_timeout;
-  return out;
+                             "judge's clock stopped (a timed call that skipped work)");
+}
+
+void Harness::record_untraced(KernelSeries& k, const CallTimes& t, bool fresh) {
+  k.event_ms.push_back(t.event_ms);
+  k.judge_ms.push_back(t.judge_ms);
+  k.worker_event_ms.push_back(t.worker_event_ms);
+  k.pre_ms.push_back(t.pre_ms);
+  k.wall_ms.push_back(t.wall_ms);
+  k.hold_gap_max_us = std::max(k.hold_gap_max_us, t.hold_gap_us);
+  k.held_timeouts += t.held_timeout;
+  if (!fresh) return;
+  k.fresh_event_ms.push_back(t.event_ms);
+  k.fresh_judge_ms.push_back(t.judge_ms);
+  k.fresh_wall_ms.push_back(t.wall_ms);
+}
+
+// The round trip to a worker (two context switches, about 0.29 ms on the H200) is in every judge
+// time. It is the median, over the reference's untraced calls, of the judge's time less the
+// reference worker's own event time; every worker's judge times less it are the call times the
+// verdict rests on. The reference is the baseline, whose worker runs trusted code.
+void Harness::settle_handoff(std::vector<Contestant>& cs, const std::vector<double>& handoffs, Measurement& m) {
+  if (handoffs.empty()) return;
+  m.reference_handoff_ms = median(handoffs);
+  m.judge_resolution_ms = robust_sd(handoffs);
+  handoff_ms_ = subtracted_handoff(m.reference_handoff_ms);
+  m.handoff_ms = handoff_ms_;
+  m.solo_handoff_ms = solo_handoff_ms_;
+  auto settle = [&](std::vector<double>& out, const std::vector<double>& judge) {
+    out.clear();
+    for (double j : judge) out.push_back(j - handoff_ms_);
+  };
+  for (auto& c : cs) {
+    if (!c.remote) continue;
+    settle(c.series.event_ms, c.series.judge_ms);
+    settle(c.series.traced_event_ms, c.series.traced_judge_ms);
+    settle(c.series.fresh_event_ms, c.series.fresh_judge_ms);
+  }
+}
+
+// The round trip subtracted from judge times: the one measured before any other worker existed,
+// where there is one (nothing another process does to the baseline's calls during the run then
+// moves the call times), but never more than the baseline's own in this measurement: a round trip
+// alone that was itself disturbed must not make call times shorter than the judge saw. Either
+// difference is BASELINE_DISTURBED's to judge.
+double Harness::subtracted_handoff(double reference_ms) const {
+  return solo_handoff_ms_ > 0 ? std::min(solo_handoff_ms_, reference_ms) : reference_ms;
+}
+
+double Harness::calibrate_solo_handoff(const KernelInfo& k, int calls) {
+  verify::remote::RemoteKernel* remote = verify::remote::find(k);
+  if (!remote) return 0;
+  IpcEventPair events;
+  std::vector<double> judge;
+  for (int i = 0; i < calls + 3; ++i) {  // 3 warm-ups
+    hold_.hold(stream_);
+    ATTNGATE_CUDA_CHECK(cudaEventRecord(start_, stream_));
+    ATTNGATE_CUDA_CHECK(cudaEventRecord(events.go(), stream_));
+    try {
+      verify::remote::begin_handoff(*remote, events.handles());
+    } catch (...) {
+      hold_.release();
+      cudaStreamSynchronize(stream_);  // already failing
+      throw;
+    }
+    ATTNGATE_CUDA_CHECK(cudaStreamWaitEvent(stream_, events.done(), 0));
+    ATTNGATE_CUDA_CHECK(cudaEventRecord(stop_, stream_));
+    hold_.release();
+    ATTNGATE_CUDA_CHECK(cudaStreamSynchronize(stream_));
+    verify::remote::finish_timed(*remote);
+    float ms = 0;
+    ATTNGATE_CUDA_CHECK(cudaEventElapsedTime(&ms, start_, stop_));
+    if (i >= 3) judge.push_back(ms);
+  }
+  solo_handoff_ms_ = median(judge);
+  return solo_handoff_ms_;
 }
 
 void Harness::check_call(Contestant& c, verify::Problem& p, const verify::DeviceTruth& truth, const char* when) {
@@ -275,6 +455,7 @@ Measurement Harness::measure(const Scenario& s, const std::vector<const KernelIn
       cs[i].series.kernel_tree_sha256 = verify::remote::kernel_tree_sha256(*cs[i].remote);
       cs[i].series.kernel_tree_dir = verify::remote::kernel_tree_dir(*cs[i].remote);
       cs[i].series.inventory = verify::remote::inventory(*cs[i].remote);
+      cs[i].series.forbidden_symbols = verify::remote::forbidden_symbols(*cs[i].remote);
     }
     // Each kernel's buffers in its own pool, kept from scenario to scenario: its worker maps them
     // once, and never sees another kernel's buffers.
@@ -286,6 +467,16 @@ Measurement Harness::measure(const Scenario& s, const std::vector<const KernelIn
       cs[i].inputs.push_back(std::move(p));
     }
   }
+  // The judge's clock around each worker, and where it keeps the outputs its stop saw.
+  for (auto& c : cs) {
+    if (!c.remote) continue;
+    c.events = std::make_unique<IpcEventPair>();
+    c.at_stop = std::make_unique<verify::DeviceSnapshot>(verify::make_snapshot(*c.inputs.front()));
+  }
+  std::vector<bool> remote;
+  for (const auto& c : cs) remote.push_back(c.remote != nullptr);
+  const int reference = handoff_reference(remote, opt.handoff_reference);
+  handoff_ms_ = 0;
   // The judge's own copy of every input set, in allocations no kernel is given: the truths are
   // computed from it, so no kernel can change the inputs a truth is computed from.
   std::vector<std::unique_ptr<verify::Problem>> own;
@@ -299,10 +490,9 @@ Measurement Harness::measure(const Scenario& s, const std::vector<const KernelIn
   // for the checks of timed calls.
   std::vector<verify::DeviceTruth> truths;
   for (int r = 0; r < sets; ++r) truths.push_back(verify::device_ground_truth(*own[size_t(r)], stream_));
+  // Which rounds get fresh contents, and which calls are checked, is drawn here from a seed nobody
+  // can read in advance; so are the fresh contents.
   std::mt19937_64 rng(std::random_device{}());
-  std::set<int> fresh_rounds;  // rounds that start by giving their input set new contents
-  for (int i = 0; i < opt.fresh_points; ++i)
-    fresh_rounds.insert(1 + int(rng() % uint64_t(std::max(2 * opt.untraced_block, 2))));
 
   phase("truths");
   // First launch without the hold: lazy module loading may synchronize with the device.
@@ -311,12 +501,19 @@ Measurement Harness::measure(const Scenario& s, const std::vector<const KernelIn
     ATTNGATE_CUDA_CHECK(cudaStreamSynchronize(stream_));
   }
   phase("first_launch");
+  std::vector<double> handoffs;  // the reference's judge time less its worker's event time, per call
   for (int w = 0; w < opt.warmups; ++w)
-    for (auto& c : cs) timed_call(c, size_t(w % sets), false, next_call_id_++);
+    for (size_t k = 0; k < cs.size(); ++k) {
+      const CallTimes t = timed_call(cs[k], size_t(w % sets), false, next_call_id_++);
+      if (int(k) == reference) handoffs.push_back(t.judge_ms - t.worker_event_ms);
+    }
+  // A first estimate of the round trip to the workers, so the stopping rule sees call times.
+  if (reference >= 0) handoff_ms_ = subtracted_handoff(median(handoffs));
+  handoffs.clear();
   phase("warmup");
 
   CuptiTracer& tracer = CuptiTracer::instance();
-  const HarnessMarkers markers{kHoldKernelName, flush_bytes_};
+  const HarnessMarkers markers{kHoldKernelName, flush_bytes_, std::nullopt};
   std::vector<ClockReading> clocks;
   std::vector<size_t> order(cs.size());
   size_t rotation = 0;
@@ -337,6 +534,7 @@ Measurement Harness::measure(const Scenario& s, const std::vector<const KernelIn
           ids.push_back(id);
           if (keep) {
             cs[k].series.traced_event_ms.push_back(t.event_ms);
+            cs[k].series.traced_judge_ms.push_back(t.judge_ms);
             cs[k].series.traced_wall_ms.push_back(t.wall_ms);
             cs[k].series.traced_after.push_back(cs[k].series.event_ms.size());
             cs[k].series.held_timeouts += t.held_timeout;
@@ -391,24 +589,20 @@ Measurement Harness::measure(const Scenario& s, const std::vector<const KernelIn
       for (size_t k = 0; k < order.size(); ++k) order[k] = (round % 2 == 0) ? k : order.size() - 1 - k;
       ++round;
       const size_t set = rotation % size_t(sets);
-      const bool fresh = fresh_rounds.count(round) > 0;
-      if (fresh) {
-        // New contents at the same pointers, from a seed drawn now: no earlier call could have
-        // computed this output, so a kernel that caches, precomputes or skips is timed honestly here.
-        const uint64_t seed = rng();
-        for (auto& c : cs) c.inputs[set]->fill(seed, set_distribution(int(set)), stream_);
-        own[set]->fill(seed, set_distribution(int(set)), stream_);
+      // New contents at the same pointers, from a seed drawn now, written by the judge right before
+      // its clock starts: no earlier work could have computed this output, so a kernel that
+      // caches, precomputes or skips is timed honestly here. The truth comes from the judge's copy.
+      std::optional<FreshContents> fresh;
+      if (opt.fresh_one_in > 0 && rng() % uint64_t(opt.fresh_one_in) == 0) {
+        fresh = FreshContents{rng(), set_distribution(int(set))};
+        own[set]->fill(fresh->seed, fresh->distribution, stream_);
         truths[set] = verify::device_ground_truth(*own[set], stream_);
-        ATTNGATE_CUDA_CHECK(cudaStreamSynchronize(stream_));
       }
       for (size_t k : order) {
-        const CallTimes t = timed_call(cs[k], set, false, next_call_id_++);
-        cs[k].series.event_ms.push_back(t.event_ms);
-        cs[k].series.wall_ms.push_back(t.wall_ms);
-        cs[k].series.held_timeouts += t.held_timeout;
+        const CallTimes t = timed_call(cs[k], set, false, next_call_id_++, true, fresh ? &*fresh : nullptr);
+        record_untraced(cs[k].series, t, fresh.has_value());
+        if (int(k) == reference) handoffs.push_back(t.judge_ms - t.worker_event_ms);
         if (fresh) {
-          cs[k].series.fresh_event_ms.push_back(t.event_ms);
-          cs[k].series.fresh_wall_ms.push_back(t.wall_ms);
           check_call(cs[k], *cs[k].inputs[set], truths[set], "the first call on new input contents");
         } else if (opt.check_every > 0 && rng() % uint64_t(opt.check_every) == 0) {
           check_call(cs[k], *cs[k].inputs[set], truths[set], "output read when the call returned");
@@ -433,6 +627,7 @@ Measurement Harness::measure(const Scenario& s, const std::vector<const KernelIn
   }
   m.loop_s = seconds_since(t_loop);
   m.gpu_processes = std::max(m.gpu_processes, clock_.compute_processes());
+  if (reference >= 0) settle_handoff(cs, handoffs, m);
   phase("loop");
 
   // The timed calls must be the calls verification checked: same output, same stream, no state.

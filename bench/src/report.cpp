@@ -77,6 +77,18 @@ Fields kernel_fields(const KernelSeries& k, const Measurement& m, const ReportCo
 
   Fields f = {
       {"event_ms", event},
+      // The judge's clock (bench/README.md): its events around a worker's call, the round trip
+      // subtracted and its spread per call, the worker's own events beside it, the judge's work
+      // before its clock starts, and the longest the judge's hold kernel was kept off the GPU.
+      {"judge_ms", median_or_zero(k.judge_ms)},
+      {"worker_event_ms", median_or_zero(k.worker_event_ms)},
+      {"pre_ms", median_or_zero(k.pre_ms)},
+      {"hold_gap_max_us", k.hold_gap_max_us},
+      {"handoff_us", 1e3 * m.handoff_ms},
+      {"reference_handoff_us", 1e3 * m.reference_handoff_ms},
+      {"solo_handoff_us", 1e3 * m.solo_handoff_ms},
+      {"judge_resolution_us", 1e3 * m.judge_resolution_ms},
+      {"judge_resolution_pct", event > 0 ? 100.0 * m.judge_resolution_ms / event : 0.0},
       {"min_ms", min_of(k.event_ms)},
       {"cv", bench::cv(k.event_ms)},
       {"rel_noise", relative_noise(k.event_ms)},

@@ -13,6 +13,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <map>
@@ -22,28 +23,39 @@
 
 #include "attngate/cuda_check.hpp"
 #include "attngate/kernel_status.hpp"
+#include "attngate/worker/sandbox.hpp"
+#include "attngate/worker/symbols.hpp"
 
 extern char** environ;
 
 namespace attngate::verify::remote {
 namespace {
 
-std::string hex(const void* data, size_t n) {
-  static const char* digits = "0123456789abcdef";
-  std::string out;
-  for (size_t i = 0; i < n; ++i) {
-    const unsigned char c = static_cast<const unsigned char*>(data)[i];
-    out += digits[c >> 4];
-    out += digits[c & 15];
-  }
-  return out;
-}
-
 // How long the judge waits for one reply before it kills the worker (a hung kernel).
 double reply_timeout_s() {
   const char* v = std::getenv("ATTNGATE_WORKER_TIMEOUT_S");
   const double s = v ? std::atof(v) : 0;
   return s > 0 ? s : 60.0;
+}
+
+// ATTNGATE_SANDBOX=off runs workers unsealed (the gate then reports SANDBOX_UNAVAILABLE).
+bool sandbox_wanted() {
+  const char* v = std::getenv("ATTNGATE_SANDBOX");
+  return !(v && std::string(v) == "off");
+}
+
+// argv of a worker's launch: attngate_sandbox beside the worker seals itself (writes only to
+// `scratch`, reads and executes only the worker's folder and the system's) and execs the worker.
+// Mechanisms the machine lacks are skipped (--policy warn) and reported by sandbox_status(); the
+// gate's policy decides.
+std::vector<std::string> launch_argv(const std::string& worker, const std::string& scratch) {
+  if (!sandbox_wanted()) return {worker};
+  const std::string dir = std::filesystem::path(worker).parent_path().string();
+  const std::string launcher = dir + "/attngate_sandbox";
+  if (::access(launcher.c_str(), X_OK) != 0)
+    throw std::runtime_error("no sandbox launcher " + launcher + " beside the worker (the build makes it; "
+                             "ATTNGATE_SANDBOX=off runs workers unsealed)");
+  return {launcher, "--scratch", scratch, "--read", dir, "--exec", dir, "--policy", "warn", "--", worker};
 }
 
 struct Allocation {
@@ -62,9 +74,16 @@ class WorkerProcess {
     if (to_ >= 0) ::close(to_);  // the worker's end of the exchange: it exits on end of input
     if (from_ >= 0) ::close(from_);
     if (pid_ > 0) reap(nullptr);
+    remove_scratch();
   }
 
   worker::Reply call(const worker::Request& r) {
+    send(r);
+    return receive();
+  }
+
+  // The two halves of call(), for a request answered twice (a timed call: enqueued, then done).
+  void send(const worker::Request& r) {
     if (pid_ <= 0) restart();
     const std::string line = nlohmann::json(r).dump() + "\n";
     for (size_t done = 0; done < line.size();) {
@@ -73,15 +92,31 @@ class WorkerProcess {
       if (n <= 0) fail("the worker stopped reading");
       done += size_t(n);
     }
-    return nlohmann::json::parse(read_line()).get<worker::Reply>();
   }
+  worker::Reply receive() { return nlohmann::json::parse(read_line()).get<worker::Reply>(); }
 
   const std::string& path() const { return path_; }
   int64_t pid() const { return pid_; }
   std::map<std::string, bool> opened;  // IPC handles this worker has mapped
 
  private:
+  // Each start gets a new, empty scratch folder: nothing a worker left on disk reaches the next one.
+  void make_scratch() {
+    remove_scratch();
+    std::string tmpl = (std::filesystem::temp_directory_path() / "attngate-worker-XXXXXX").string();
+    if (!::mkdtemp(tmpl.data())) throw std::runtime_error(std::string("mkdtemp: ") + std::strerror(errno));
+    scratch_ = tmpl;
+  }
+  void remove_scratch() noexcept {
+    if (scratch_.empty()) return;
+    std::error_code ec;
+    std::filesystem::remove_all(scratch_, ec);
+    scratch_.clear();
+  }
+
   void spawn() {
+    make_scratch();
+    const std::vector<std::string> args = launch_argv(path_, scratch_);
     int req[2], rep[2];
     if (::pipe2(req, O_CLOEXEC) != 0 || ::pipe2(rep, O_CLOEXEC) != 0)
       throw std::runtime_error(std::string("pipe: ") + std::strerror(errno));
@@ -89,9 +124,11 @@ class WorkerProcess {
     posix_spawn_file_actions_init(&fa);
     posix_spawn_file_actions_adddup2(&fa, req[0], worker::kRequestFd);
     posix_spawn_file_actions_adddup2(&fa, rep[1], worker::kReplyFd);
-    char* argv[] = {const_cast<char*>(path_.c_str()), nullptr};
+    std::vector<char*> argv;
+    for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+    argv.push_back(nullptr);
     pid_t pid = 0;
-    const int rc = ::posix_spawn(&pid, path_.c_str(), &fa, nullptr, argv, environ);
+    const int rc = ::posix_spawn(&pid, argv[0], &fa, nullptr, argv.data(), environ);
     posix_spawn_file_actions_destroy(&fa);
     ::close(req[0]);
     ::close(rep[1]);
@@ -180,7 +217,7 @@ class WorkerProcess {
     throw std::runtime_error(died_);
   }
 
-  std::string path_;
+  std::string path_, scratch_;
   pid_t pid_ = -1;
   int to_ = -1, from_ = -1;
   std::string buffer_, died_;
@@ -225,7 +262,7 @@ worker::BufferRef export_pointer(const void* p, WorkerProcess& w) {
   if (it->second.handle.empty()) {
     cudaIpcMemHandle_t h{};
     ATTNGATE_CUDA_CHECK(cudaIpcGetMemHandle(&h, reinterpret_cast<void*>(it->first)));
-    it->second.handle = hex(&h, sizeof h);
+    it->second.handle = worker::to_hex(h);
   }
   w.opened[it->second.handle] = true;
   return {it->second.handle, uint64_t(addr - it->first)};
@@ -300,8 +337,22 @@ void register_kernel(const std::shared_ptr<WorkerProcess>& w, const worker::Kern
 
 }  // namespace
 
+// The judge before its first worker: not dumpable and a subreaper (sandbox.hpp), and at exit every
+// descendant a worker might have left is killed.
+void harden_judge_once() {
+  static const bool done = [] {
+    sandbox::harden_judge_process();
+    std::atexit([] { sandbox::kill_descendants(std::chrono::milliseconds(500)); });
+    return true;
+  }();
+  (void)done;
+}
+
+bool sandbox_enabled() { return sandbox_wanted(); }
+
 void start_worker(const std::string& path) {
   ::signal(SIGPIPE, SIG_IGN);  // a dead worker is reported by the failed write, not by a signal
+  harden_judge_once();
   auto w = std::make_shared<WorkerProcess>(path);
   worker::Request hello;
   hello.op = "hello";
@@ -315,15 +366,21 @@ void start_worker(const std::string& path) {
   workers().push_back(w);
 }
 
-void load_workers(int& argc, char** argv) {
+std::vector<std::string> take_worker_args(int& argc, char** argv) {
+  std::vector<std::string> paths;
   int out = 1;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
-    if (a.rfind("--worker=", 0) == 0) start_worker(a.substr(9));
+    if (a.rfind("--worker=", 0) == 0) paths.push_back(a.substr(9));
     else argv[out++] = argv[i];
   }
   argc = out;
   argv[argc] = nullptr;
+  return paths;
+}
+
+void load_workers(int& argc, char** argv) {
+  for (const std::string& path : take_worker_args(argc, argv)) start_worker(path);
 }
 
 std::string take_stream_state() {
@@ -337,21 +394,42 @@ RemoteKernel* find(const KernelInfo& k) {
   return it == by_launch().end() ? nullptr : it->second;
 }
 
-TimedResult timed_call(RemoteKernel& k, const AttnParams& p, cudaStream_t judge_stream, bool traced,
-                       uint64_t call_id) {
-  ATTNGATE_CUDA_CHECK(cudaStreamSynchronize(judge_stream));
+void begin_timed(RemoteKernel& k, const AttnParams& p, const JudgeEvents& events, bool traced, uint64_t call_id) {
   worker::Request r;
   r.op = "timed";
   r.kernel = k.name;
   r.params = wire(p, *k.worker);
   r.traced = traced;
   r.call_id = call_id;
-  const worker::Reply reply = k.worker->call(r);
+  r.go_event = events.go;
+  r.done_event = events.done;
+  k.worker->send(r);
+  const worker::Reply enqueued = k.worker->receive();
+  if (!enqueued.enqueued) {
+    // The worker failed before its stream waited for the go event; its reply is the only one.
+    const cudaError_t e = launch_status(k, enqueued);
+    throw std::runtime_error("kernel '" + k.name + "' could not enqueue a timed call: " +
+                             (e != cudaSuccess ? std::string(cudaGetErrorName(e)) + ": " : std::string()) + enqueued.error);
+  }
+}
+
+void begin_handoff(RemoteKernel& k, const JudgeEvents& events) {
+  worker::Request r;
+  r.op = "handoff";
+  r.go_event = events.go;
+  r.done_event = events.done;
+  k.worker->send(r);
+  const worker::Reply enqueued = k.worker->receive();
+  if (!enqueued.enqueued) throw std::runtime_error("worker " + k.worker->path() + ": handoff failed: " + enqueued.error);
+}
+
+TimedResult finish_timed(RemoteKernel& k) {
+  const worker::Reply reply = k.worker->receive();
   const cudaError_t e = launch_status(k, reply);
   if (e != cudaSuccess)
     throw std::runtime_error("kernel '" + k.name + "' failed to launch: " + cudaGetErrorString(e) + " (" +
                              cudaGetErrorName(e) + ")" + (reply.error.empty() ? "" : ": " + reply.error));
-  return {reply.event_ms, reply.held_timeout, reply.has_trace, reply.trace, reply.stream_state};
+  return {reply.event_ms, reply.has_trace, reply.trace, reply.stream_state};
 }
 
 int64_t worker_pid(const RemoteKernel& k) { return k.worker->pid(); }
@@ -365,6 +443,13 @@ std::vector<std::string> inventory(const RemoteKernel& k) {
     if (!line.empty()) names.push_back(line);
   return names;
 }
+std::vector<std::string> forbidden_symbols(const RemoteKernel& k) {
+  std::vector<std::string> out;
+  for (const auto& s : worker::read_forbidden_symbols(k.worker->path()))
+    out.push_back(s.symbol + " (" + s.object + "): " + s.why);
+  return out;
+}
+
 const std::string& kernel_tree_sha256(const RemoteKernel& k) { return k.tree_sha256; }
 const std::string& kernel_tree_dir(const RemoteKernel& k) { return k.tree_dir; }
 

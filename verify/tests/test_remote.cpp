@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <stdexcept>
@@ -14,6 +15,9 @@
 namespace {
 
 namespace fs = std::filesystem;
+
+// The fake workers below are shell scripts with no sandbox launcher beside them: they run unsealed.
+const bool g_unsealed = [] { return ::setenv("ATTNGATE_SANDBOX", "off", 1) == 0; }();
 
 std::string fake_worker(const std::string& name, const std::string& body) {
   const fs::path p = fs::temp_directory_path() / ("attngate_fake_worker_" + name + "_" + std::to_string(::getpid()));
@@ -58,6 +62,18 @@ TEST(RemoteWorker, AnotherProtocolOrAGarbledReplyIsRefused) {
   const std::string garbled = start_error(fake_worker("garbled", "read line <&3; echo 'not json' >&4; exec sleep 60"), &s);
   EXPECT_FALSE(garbled.empty());
   EXPECT_LT(s, 10.0) << "a refused worker that lives on must not hang the judge";
+}
+
+// With the sandbox on, a worker is started only through attngate_sandbox beside it; without one the
+// judge refuses, naming the launcher it looked for, rather than run the worker unsealed.
+TEST(RemoteWorker, AWorkerWithoutItsSandboxLauncherIsRefused) {
+  ASSERT_TRUE(g_unsealed);
+  ::setenv("ATTNGATE_SANDBOX", "on", 1);
+  double s = 0;
+  const std::string what = start_error(fake_worker("nolauncher", "exec sleep 60"), &s);
+  ::setenv("ATTNGATE_SANDBOX", "off", 1);
+  EXPECT_NE(what.find("no sandbox launcher"), std::string::npos) << what;
+  EXPECT_NE(what.find("attngate_sandbox"), std::string::npos) << what;
 }
 
 }  // namespace

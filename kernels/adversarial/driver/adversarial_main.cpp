@@ -231,11 +231,12 @@ struct Paths {
 };
 
 // The judge's --worker arguments for a kernel and the baseline: planted cheats live in the
-// adversarial library's worker, every other kernel in the worker named after it.
+// adversarial library's worker, every other kernel in the worker named after it. The baseline's
+// worker comes first, as in the gate, so its round trip is measured before any other worker exists.
 std::vector<std::string> worker_args(const Paths& p, const std::string& kernel) {
   if (p.workers.empty()) return {};
   std::vector<std::string> out;
-  for (const std::string& k : {kernel, std::string("initial")}) {
+  for (const std::string& k : {std::string("initial"), kernel}) {
     const std::string lib = k.rfind("cheat_", 0) == 0 || k.rfind("control_", 0) == 0 ? "adversarial" : k;
     const std::string arg = "--worker=" + (p.workers / ("attngate_worker_" + lib)).string();
     if (std::find(out.begin(), out.end(), arg) == out.end()) out.push_back(arg);
@@ -558,7 +559,9 @@ class Checker {
     }
     std::string got;
     for (const auto& c : codes) got += (got.empty() ? "" : ", ") + c;
-    const double speedup = report.value("geomean", json::object()).value("speedup", 0.0);
+    // null where the report has no geomean (nothing was timed): read as 0, never thrown on.
+    const json geomean = report.value("geomean", json::object());
+    const double speedup = geomean.contains("speedup") && geomean["speedup"].is_number() ? geomean["speedup"].get<double>() : 0.0;
     if (e_.gate_code == "PASS") {
       if (!codes.empty()) fail("gate: an honest kernel must pass, the report says " + got + first_detail(report));
       else caught_.push_back("gate: pass, geomean " + std::to_string(speedup) + "x");

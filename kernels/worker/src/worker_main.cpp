@@ -4,6 +4,7 @@
 // and reaches this process through kernels/worker's protocol; nothing this process reports is
 // trusted on its own (agent_hooks/SECURITY.md).
 #include <cuda_runtime_api.h>
+#include <cupti.h>
 #include <sys/prctl.h>
 #include <unistd.h>
 
@@ -13,12 +14,12 @@
 #include <iostream>
 #include <map>
 #include <memory>
+#include <optional>
 #include <stdexcept>
 #include <string>
 
 #include "attngate/bench/activity.hpp"
 #include "attngate/bench/cupti_tracer.hpp"
-#include "attngate/bench/stream_hold.hpp"
 #include "attngate/kernel_status.hpp"
 #include "attngate/registry.hpp"
 #include "attngate/worker/protocol.hpp"
@@ -48,9 +49,12 @@ class Worker {
     WORKER_CUDA(cudaEventCreate(&stop_));
   }
 
-  Reply handle(const Request& r) {
+  // `send` writes an early reply (the timed call's "enqueued"); the returned one is the last.
+  template <typename Send>
+  Reply handle(const Request& r, Send&& send) {
     if (r.op == "launch") return launch(r);
-    if (r.op == "timed") return timed(r);
+    if (r.op == "timed") return timed(r, send);
+    if (r.op == "handoff") return handoff(r, send);
     if (r.op == "release") return release(r);
     Reply out;
     out.error = "unknown op '" + r.op + "'";
@@ -62,9 +66,7 @@ class Worker {
     if (b.handle.empty()) return nullptr;
     auto it = opened_.find(b.handle);
     if (it == opened_.end()) {
-      cudaIpcMemHandle_t h{};
-      if (b.handle.size() != 2 * sizeof(h)) throw std::runtime_error("bad IPC handle length");
-      for (size_t i = 0; i < sizeof(h); ++i) h.reserved[i] = char(std::stoi(b.handle.substr(2 * i, 2), nullptr, 16));
+      const auto h = worker::from_hex<cudaIpcMemHandle_t>(b.handle);
       void* p = nullptr;
       WORKER_CUDA(cudaIpcOpenMemHandle(&p, h, cudaIpcMemLazyEnablePeerAccess));
       it = opened_.emplace(b.handle, p).first;
@@ -103,28 +105,57 @@ class Worker {
     return out;
   }
 
-  // As bench/README.md's timed call: the stream is held while the launch function enqueues, so the
-  // events see the GPU's time for the call, not the host's launch latency.
-  Reply timed(const Request& r) {
+  // The worker stream's CUPTI id, so that kernels on other streams are told apart.
+  uint32_t cupti_stream_id() {
+    if (!stream_id_) {
+      uint32_t id = 0;
+      const CUptiResult r = cuptiGetStreamIdEx(nullptr, stream_, 0, &id);
+      if (r != CUPTI_SUCCESS) throw std::runtime_error(std::string(__FILE__) + ":" + std::to_string(__LINE__) +
+                                                       ": cuptiGetStreamIdEx failed (" + std::to_string(int(r)) + ")");
+      stream_id_ = id;
+    }
+    return *stream_id_;
+  }
+
+  cudaEvent_t event(const std::string& handle) {
+    auto it = events_.find(handle);
+    if (it == events_.end()) {
+      cudaEvent_t e = nullptr;
+      WORKER_CUDA(cudaIpcOpenEventHandle(&e, worker::from_hex<cudaIpcEventHandle_t>(handle)));
+      it = events_.emplace(handle, e).first;
+    }
+    return it->second;
+  }
+
+  // The judge's clock (bench/README.md): the stream waits for the judge's go event, which fires only
+  // once the judge has flushed L2, poisoned the outputs and started its own clock; done_event stops
+  // it. The worker's events and CUPTI records are its own word, reported as diagnostics.
+  template <typename Send>
+  Reply timed(const Request& r, Send& send) {
     Reply out;
     const KernelInfo& k = KernelRegistry::instance().get(r.kernel);
     const AttnParams p = params(r.params);
+    const cudaEvent_t go = event(r.go_event), done = event(r.done_event);
     bench::CuptiTracer& tracer = bench::CuptiTracer::instance();
     if (r.traced) tracer.enable();
-    hold_.hold(stream_);
+    WORKER_CUDA(cudaStreamWaitEvent(stream_, go, 0));
     WORKER_CUDA(cudaEventRecord(start_, stream_));
     if (r.traced) tracer.push(r.call_id);
     clear_unsupported_reason();
     const cudaError_t e = k.launch(p, stream_);
     if (r.traced) tracer.pop();
     WORKER_CUDA(cudaEventRecord(stop_, stream_));
-    hold_.release();
+    WORKER_CUDA(cudaEventRecord(done, stream_));  // also after a failed launch: the judge never waits forever
+    Reply enqueued;
+    enqueued.ok = true;
+    enqueued.enqueued = true;
+    send(enqueued);
     WORKER_CUDA(cudaDeviceSynchronize());
     note_status(out, e);
     if (r.traced) {
       tracer.disable();
       const bench::ActivityLog log = tracer.take();
-      const auto traces = bench::attribute_calls(log, {r.call_id}, {bench::kHoldKernelName, 0}, nullptr);
+      const auto traces = bench::attribute_calls(log, {r.call_id}, {"", 0, cupti_stream_id()}, nullptr);
       if (!traces.empty()) {
         const bench::CallTrace& t = traces.front();
         out.has_trace = true;
@@ -136,8 +167,19 @@ class Worker {
     float ms = 0;
     WORKER_CUDA(cudaEventElapsedTime(&ms, start_, stop_));
     out.event_ms = ms;
-    out.held_timeout = hold_.last_timed_out();
     out.ok = (e == cudaSuccess);
+    return out;
+  }
+
+  template <typename Send>
+  Reply handoff(const Request& r, Send& send) {
+    WORKER_CUDA(cudaStreamWaitEvent(stream_, event(r.go_event), 0));
+    WORKER_CUDA(cudaEventRecord(event(r.done_event), stream_));
+    Reply out;
+    out.ok = out.enqueued = true;
+    send(out);
+    WORKER_CUDA(cudaStreamSynchronize(stream_));
+    out.enqueued = false;
     return out;
   }
 
@@ -177,8 +219,9 @@ class Worker {
   size_t clean_limit_ = 0;
   cudaStream_t stream_ = nullptr;
   cudaEvent_t start_ = nullptr, stop_ = nullptr;
-  bench::StreamHold hold_;
-  std::map<std::string, void*> opened_;  // IPC handle (hex) -> mapped base
+  std::map<std::string, void*> opened_;       // IPC handle (hex) -> mapped base
+  std::map<std::string, cudaEvent_t> events_;
+  std::optional<uint32_t> stream_id_;  // the judge's IPC events (hex) -> opened event
 };
 
 // Needs no GPU: the judge lists kernels on machines without one.
@@ -220,6 +263,10 @@ int main() {
     return 2;
   }
   std::unique_ptr<Worker> w;
+  auto send = [out](const Reply& reply) {
+    const std::string text = nlohmann::json(reply).dump() + "\n";
+    return std::fwrite(text.data(), 1, text.size(), out) == text.size() && std::fflush(out) == 0;
+  };
   for (std::string line; read_line(in, line);) {
     Reply reply;
     Request req;
@@ -230,14 +277,15 @@ int main() {
         reply = hello();
       } else {
         if (!w) w = std::make_unique<Worker>();
-        reply = w->handle(req);
+        reply = w->handle(req, [&](const Reply& early) {
+          if (!send(early)) throw std::runtime_error("the judge stopped reading");
+        });
       }
     } catch (const std::exception& e) {
       reply = Reply{};
       reply.error = e.what();
     }
-    const std::string text = nlohmann::json(reply).dump() + "\n";
-    if (std::fwrite(text.data(), 1, text.size(), out) != text.size() || std::fflush(out) != 0) return 1;
+    if (!send(reply)) return 1;
     // The CUDA context is made while the judge sets up its own, not at the first launch it waits
     // for. Without a GPU this fails quietly here and the first launch reports why.
     if (req.op == "hello" && !w) {

@@ -29,6 +29,13 @@ inline constexpr double kMismatchExcessMinMs = 0.025;  // ... and above 25 µs
 inline constexpr const char* kDefaultClockTolerance = "0.05";  // CLOCK_DISAGREE: share of the slower event time
 inline constexpr const char* kDefaultClockSlackMs = "0.03";    // ... plus this many ms (event-time pairs)
 inline constexpr const char* kDefaultWallSlackMs = "0.3";      // ... or this many (the judge's wall clock)
+// BASELINE_DISTURBED: the baseline's round trip to the judge may differ from the one measured alone
+// by this many µs (its spread per call was about 0.5 µs on the H200, 2026-12-01; a GPU hog in
+// another process added 180).
+inline constexpr const char* kDefaultBaselineDisturbedUs = "20";
+// SANDBOX_UNAVAILABLE: a worker ran without a mechanism of its seal (fail) or the report says so
+// and goes on (allow).
+inline constexpr const char* kDefaultSandbox = "fail";
 inline constexpr const char* kDefaultCandidateForeignKernels = "fail";  // FOREIGN_KERNEL for the candidate
 inline constexpr const char* kDefaultBaselineForeignKernels = "allow";  // ... for the baseline (cuDNN is honest)
 inline constexpr const char* kDefaultNondeterminism = "fail";           // NONDETERMINISTIC

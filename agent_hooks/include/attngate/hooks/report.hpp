@@ -31,6 +31,11 @@ struct Timing {
   // calls on fresh inputs, the calls the judge checked, the worker's inventory and what it lacked.
   std::optional<double> traced_event_ms, traced_wall_ms, cupti_minus_traced_event_us, isolated, fresh_calls,
       fresh_event_ms, fresh_wall_ms, checked_calls, inventory_kernels, foreign_kernels;
+  // The judge's clock (bench/README.md): its events around the worker's call, round trip included;
+  // the worker's own events; the judge's work before its clock; its hold kernel's longest gap; the
+  // round trip subtracted and its spread per call (the clock's resolution, also as % of event_ms).
+  std::optional<double> judge_ms, worker_event_ms, pre_ms, hold_gap_max_us, handoff_us, reference_handoff_us,
+      solo_handoff_us, judge_resolution_us, judge_resolution_pct;
   std::string process;
   std::vector<std::string> foreign_kernel_names;
 };
@@ -41,7 +46,10 @@ NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(Timing, event_ms, kernel_ms, spa
                                                 kernel_names, traced_event_ms, traced_wall_ms,
                                                 cupti_minus_traced_event_us, isolated, fresh_calls, fresh_event_ms,
                                                 fresh_wall_ms, checked_calls, inventory_kernels, foreign_kernels,
-                                                process, foreign_kernel_names)
+                                                judge_ms, worker_event_ms, pre_ms, hold_gap_max_us, handoff_us,
+                                                reference_handoff_us, solo_handoff_us, judge_resolution_us,
+                                                judge_resolution_pct, process,
+                                                foreign_kernel_names)
 
 // The fastest library measured on this GPU for a scenario (bench/baselines/<gpu>.json).
 struct BestBaselineRef {
@@ -105,19 +113,22 @@ NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(Correctness, suites, scenarios, 
 
 // The gate's policy (README: "Setting targets") as applied, each value with its source.
 struct PolicyRecord {
-  double clock_tolerance = 0, clock_slack_ms = 0, wall_slack_ms = 0;
-  std::string clock_tolerance_source, clock_slack_ms_source, wall_slack_ms_source;
-  std::string candidate_foreign_kernels, baseline_foreign_kernels, nondeterminism;  // fail | allow
-  std::string candidate_foreign_kernels_source, baseline_foreign_kernels_source, nondeterminism_source;
+  double clock_tolerance = 0, clock_slack_ms = 0, wall_slack_ms = 0, baseline_disturbed_us = 0;
+  std::string clock_tolerance_source, clock_slack_ms_source, wall_slack_ms_source, baseline_disturbed_us_source;
+  std::string candidate_foreign_kernels, baseline_foreign_kernels, nondeterminism, sandbox;  // fail | allow
+  std::string candidate_foreign_kernels_source, baseline_foreign_kernels_source, nondeterminism_source,
+      sandbox_source;
   std::vector<std::string> library_controls;
   std::string library_controls_source;
   std::string clock_rule, plausibility_rule, isolation;
 };
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(PolicyRecord, clock_tolerance, clock_slack_ms, wall_slack_ms,
-                                                clock_tolerance_source, clock_slack_ms_source, wall_slack_ms_source,
+                                                baseline_disturbed_us, clock_tolerance_source, clock_slack_ms_source,
+                                                wall_slack_ms_source, baseline_disturbed_us_source,
                                                 candidate_foreign_kernels, baseline_foreign_kernels, nondeterminism,
                                                 candidate_foreign_kernels_source, baseline_foreign_kernels_source,
-                                                nondeterminism_source, library_controls, library_controls_source,
+                                                nondeterminism_source, sandbox, sandbox_source, library_controls,
+                                                library_controls_source,
                                                 clock_rule, plausibility_rule, isolation)
 
 // Where the figures came from, and the tamper evidence the commit path checks.

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -60,6 +61,9 @@ struct CallTrace {
 struct HarnessMarkers {
   std::string hold_kernel;   // the kernel that holds the stream until the call is enqueued
   uint64_t flush_bytes = 0;  // size of the L2 flush memset
+  // The call's stream as CUPTI numbers it, where the caller knows it (a worker, whose stream waits
+  // for the judge's event rather than a hold kernel); else the hold kernels' stream.
+  std::optional<uint32_t> stream_id;
 };
 
 struct AttributionStats {

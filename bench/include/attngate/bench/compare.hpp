@@ -21,6 +21,7 @@ namespace attngate::bench {
 struct KernelFigures {
   std::string name;                       // the kernel (registry name)
   Fields fields;                          // kernel_fields() of its series: the benchmark JSON's counters
+  std::vector<std::string> forbidden_symbols;  // KernelSeries::forbidden_symbols
   std::vector<std::string> kernel_names;  // short names of the distinct kernels its traced calls launched
   int kernel_count_min = 0;               // kernels per traced call, lowest and highest
   int kernel_count_max = 0;
@@ -60,7 +61,9 @@ struct ComparisonReport {
   std::vector<ComparisonRow> rows;
   std::vector<std::pair<std::string, std::string>> failed;  // scenario, error
   int resamples = 2000;
-  uint64_t seed = 20261129;
+  uint64_t seed = 20261129;  // the bootstrap's
+  uint64_t input_seed = 0;   // MeasureOptions::seed of the run (drawn at run time unless --seed)
+  SandboxRecord sandbox;     // how the workers were sealed
   double wall_s = 0;  // whole run, process start to report
   int shard_index = 0, shard_count = 1;  // --shard=i/N: this report holds shard i of N
 };

@@ -39,6 +39,8 @@ struct KernelTiming {
   int64_t kernel_count_min = 0, kernel_count_max = 0;
   bool kernel_count_changed = false;
   std::vector<std::string> foreign_kernel_names;  // mangled names outside the worker's inventory
+  // What the worker's kernel library defines that it must not (kernels/worker/cmake/symbols.cmake).
+  std::vector<std::string> forbidden_symbols;
   std::string kernel_tree_sha256, kernel_tree_dir;
   std::map<std::string, Figure> counters;
 
@@ -58,6 +60,7 @@ inline void to_json(nlohmann::json& j, const KernelTiming& t) {
   j["kernel_count_max"] = t.kernel_count_max;
   j["kernel_count_changed"] = t.kernel_count_changed;
   j["foreign_kernel_names"] = t.foreign_kernel_names;
+  if (!t.forbidden_symbols.empty()) j["forbidden_symbols"] = t.forbidden_symbols;  // absent: none
   j["kernel_tree_sha256"] = t.kernel_tree_sha256;
   j["kernel_tree_dir"] = t.kernel_tree_dir;
 }
@@ -72,6 +75,7 @@ inline void from_json(const nlohmann::json& j, KernelTiming& t) {
   t.kernel_count_max = j.value("kernel_count_max", int64_t{0});
   t.kernel_count_changed = j.value("kernel_count_changed", false);
   t.foreign_kernel_names = j.value("foreign_kernel_names", std::vector<std::string>{});
+  t.forbidden_symbols = j.value("forbidden_symbols", std::vector<std::string>{});
   t.kernel_tree_sha256 = j.value("kernel_tree_sha256", std::string{});
   t.kernel_tree_dir = j.value("kernel_tree_dir", std::string{});
   for (const auto& [key, value] : j.items())
@@ -137,6 +141,20 @@ struct MergedShard {
 };
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(MergedShard, file, shard, device, wall_s)
 
+// How the judge's workers were sealed (kernels/worker/README.md): the sandbox on or off
+// (ATTNGATE_SANDBOX), and each mechanism the machine offered or lacked.
+struct SandboxMechanismRecord {
+  std::string name;
+  bool available = false;
+  std::string detail;
+};
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(SandboxMechanismRecord, name, available, detail)
+struct SandboxRecord {
+  bool enabled = false;
+  std::vector<SandboxMechanismRecord> mechanisms;
+};
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(SandboxRecord, enabled, mechanisms)
+
 struct ComparisonDocument {
   std::string schema = kComparisonSchema;
   std::string kernel, base, suite, device;
@@ -153,6 +171,9 @@ struct ComparisonDocument {
   Figure geomean_kernel_speedup, geomean_wall_speedup;
   int bootstrap_resamples = 0;
   uint64_t bootstrap_seed = 0;
+  // The base seed of the timed inputs, drawn at run time unless --seed gave it (replay with --seed).
+  uint64_t input_seed = 0;
+  SandboxRecord sandbox;
   Figure wall_s;  // the whole run; a merge: its slowest shard
   ShardInfo shard;
   SmClockSummary sm_clock;
@@ -165,7 +186,7 @@ NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(ComparisonDocument, schema, kern
                                                 driver_version, cuda_driver_version, cuda_runtime_version,
                                                 speedup_definition, peak_tflops, hbm_tbps, noise_target,
                                                 geomean_speedup, geomean_ci95, geomean_method, geomean_kernel_speedup,
-                                                geomean_wall_speedup, bootstrap_resamples, bootstrap_seed, wall_s,
+                                                geomean_wall_speedup, bootstrap_resamples, bootstrap_seed, input_seed, sandbox, wall_s,
                                                 shard, sm_clock, scenarios, failed, merged_from, problems)
 
 // The document of `j`; throws nlohmann::json::exception when it is not an attngate.comparison/1

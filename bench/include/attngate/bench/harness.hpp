@@ -60,19 +60,36 @@ struct MeasureOptions {
   // times up to 8% longer and bimodal); at most 2/3 of the time busy, they ran at 1980 MHz.
   double idle_ratio = 0.5;
   // Timed calls judged like checked ones: about one in `check_every` untraced calls has its output
-  // compared with the fp32 reference, and at `fresh_points` random rounds an input set gets new
-  // contents (same pointers) before its next calls, which are checked too. The choices come from
-  // a seed nobody can read in advance (std::random_device).
+  // compared with the fp32 reference, and about one round in `fresh_one_in` gives its input set new
+  // contents (same pointers), written by the judge right before its clock starts, whose calls are
+  // checked too. The choices come from a seed nobody can read in advance (std::random_device).
   int check_every = 8;
-  int fresh_points = 2;
+  int fresh_one_in = 8;
+  // The kernel whose worker's event times calibrate the round trip to the workers (its index in the
+  // kernels measured); -1: the last kernel that runs in a worker (the baseline of a comparison).
+  int handoff_reference = -1;
+};
+
+// New input contents for one timed call, written by the judge inside the call's pre-phase.
+struct FreshContents {
+  uint64_t seed = 0;
+  Distribution distribution = Distribution::standard;
 };
 
 // One kernel's samples, in call order.
 struct KernelSeries {
   std::string kernel;
-  std::vector<double> event_ms;  // untraced: CUDA events around the call on the harness stream
+  // untraced: the judge's clock, the figure the verdict rests on. In-process: CUDA events around
+  // the call on the harness stream. In a worker: the judge's events around the worker's call
+  // (judge_ms) less the round trip to the workers (Measurement::handoff_ms).
+  std::vector<double> event_ms;
+  std::vector<double> judge_ms;         // untraced, in a worker: the judge's events, round trip included
+  std::vector<double> worker_event_ms;  // untraced: the worker's own events (its word; diagnostics)
+  std::vector<double> pre_ms;           // untraced, in a worker: the judge's work before its clock starts
   std::vector<double> wall_ms;   // untraced: host clock from launch to cudaDeviceSynchronize
+  double hold_gap_max_us = 0;    // longest poll gap of the judge's hold kernel: another context ran
   std::vector<double> traced_event_ms;
+  std::vector<double> traced_judge_ms;
   std::vector<double> traced_wall_ms;
   std::vector<size_t> traced_after;  // per traced call: untraced calls of this kernel before it
   std::vector<CallTrace> traces;  // traced calls, CUPTI's view
@@ -87,9 +104,10 @@ struct KernelSeries {
   std::string kernel_tree_dir;                // the folder it hashed, relative to the repository
   std::vector<std::string> inventory;         // kernels the worker's library defines (build time)
   std::vector<std::string> foreign_kernels;   // kernels its traced calls ran that the inventory lacks
+  std::vector<std::string> forbidden_symbols; // what its library defines that it must not (build time)
   // Calls right after the judge gave their input set new contents (each also checked), and the
   // calls whose output the judge checked against the fp32 reference.
-  std::vector<double> fresh_event_ms, fresh_wall_ms;
+  std::vector<double> fresh_event_ms, fresh_judge_ms, fresh_wall_ms;
   int checked_calls = 0;
 };
 
@@ -121,6 +139,13 @@ struct Measurement {
   int gpu_processes_expected = 1;
   AttributionStats attribution;
   uint64_t dropped_records = 0;
+  // The judge's clock for kernels in workers: the round trip it subtracts and the spread of that
+  // round trip per call (its resolution), both from the reference kernel's calls; 0 when no kernel
+  // ran in a worker.
+  double handoff_ms = 0;
+  double judge_resolution_ms = 0;
+  double reference_handoff_ms = 0;  // the reference's own median round trip in this measurement
+  double solo_handoff_ms = 0;       // Harness::calibrate_solo_handoff's, 0 when not measured
 };
 
 class Harness {
@@ -138,21 +163,37 @@ class Harness {
   int device_sm() const { return device_sm_; }
   uint64_t flush_bytes() const { return flush_bytes_; }
   const SmClock& clock() const { return clock_; }
+  // The round trip to k's worker with no call in it, measured `calls` times; meant for the
+  // baseline's worker before any other worker exists (bench/README.md, "The judge's clock"). Later
+  // measurements subtract it, and report the baseline's own round trip beside it
+  // (BASELINE_DISTURBED). Returns 0 (and calibrates nothing) when k runs in this process.
+  double calibrate_solo_handoff(const KernelInfo& k, int calls);
 
  private:
   struct Contestant;
   struct CallTimes {
-    double event_ms = 0;
+    double event_ms = 0;         // the verdict's clock (judge_ms less the round trip, in a worker)
+    double judge_ms = 0;         // the judge's events around the call
+    double worker_event_ms = 0;  // the worker's own events (in-process: event_ms)
+    double pre_ms = 0;           // the judge's poison, fill and flush before its clock starts
+    double hold_gap_us = 0;
     double wall_ms = 0;
     bool held_timeout = false;
   };
   // `device_sync` false: wait for the harness stream only (the check of the timed run reads the
   // output then, as a caller synchronizing its stream would).
-  CallTimes timed_call(Contestant& c, size_t input, bool traced, uint64_t call_id, bool device_sync = true);
+  // `fresh`: new contents for the input set, written before the clock starts.
+  CallTimes timed_call(Contestant& c, size_t input, bool traced, uint64_t call_id, bool device_sync = true,
+                       const FreshContents* fresh = nullptr);
   // The same call of a kernel that runs in a worker: the wall clock runs from the request to the end
   // of the judge's own count of unwritten outputs, so work the worker leaves running is either in
   // the time or caught as unwritten.
-  CallTimes remote_call(Contestant& c, verify::Problem& p, bool traced, uint64_t call_id);
+  CallTimes remote_call(Contestant& c, verify::Problem& p, bool traced, uint64_t call_id, const FreshContents* fresh);
+  void check_at_stop(Contestant& c, verify::Problem& p);
+  void flush_l2(uint64_t call_id);
+  static void record_untraced(KernelSeries& k, const CallTimes& t, bool fresh);
+  void settle_handoff(std::vector<Contestant>& cs, const std::vector<double>& handoffs, Measurement& m);
+  double subtracted_handoff(double reference_ms) const;
   // Checks one call's output against the fp32 reference of its input set, on the device.
   void check_call(Contestant& c, verify::Problem& p, const verify::DeviceTruth& truth, const char* when);
   // One more call of c's kernel through the timed path on its first input set, which holds the
@@ -165,7 +206,7 @@ class Harness {
   int device_sm_ = 0;
   cudaStream_t stream_ = nullptr;
   verify::StreamState clean_state_;  // the harness stream and device as set up, before any kernel
-  cudaEvent_t start_ = nullptr, stop_ = nullptr;
+  cudaEvent_t start_ = nullptr, stop_ = nullptr, pre_ = nullptr;
   uint64_t flush_bytes_ = 0;
   verify::DeviceBuffer flush_;
   StreamHold hold_;
@@ -173,6 +214,8 @@ class Harness {
   uint64_t next_call_id_ = 1;
   double idle_ratio_ = 0;    // MeasureOptions::idle_ratio of the current measurement
   double last_event_ms_ = 0; // the previous timed call's event time
+  double handoff_ms_ = 0;    // the round trip subtracted from judge times (settle_handoff)
+  double solo_handoff_ms_ = 0;  // calibrate_solo_handoff's
 };
 
 }  // namespace attngate::bench

@@ -26,12 +26,17 @@ class StreamHold {
   // After synchronizing: whether the last hold ran into its timeout, i.e. the host did not
   // release it in time (the launch function blocked on the device).
   bool last_timed_out() const;
+  // After synchronizing: the longest the last hold kernel went between two polls, in µs (a few µs
+  // when nothing else ran on the GPU meanwhile).
+  double last_max_gap_us() const;
 
  private:
   unsigned* release_host_ = nullptr;
   unsigned* release_dev_ = nullptr;
   unsigned* timeout_host_ = nullptr;
   unsigned* timeout_dev_ = nullptr;
+  unsigned long long* gap_host_ = nullptr;
+  unsigned long long* gap_dev_ = nullptr;
   unsigned epoch_ = 0;
 };
 

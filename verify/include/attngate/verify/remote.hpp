@@ -21,10 +21,17 @@ namespace attngate::verify::remote {
 // when one cannot be started, speaks another protocol version, or lists a kernel already registered.
 void load_workers(int& argc, char** argv);
 void start_worker(const std::string& path);
+// Whether workers are started sealed (kernels/worker/README.md): ATTNGATE_SANDBOX is not "off".
+// What the machine offers of the seal is sandbox::probe_sandbox()'s; the gate's policy decides what
+// a missing mechanism means (SANDBOX_UNAVAILABLE).
+bool sandbox_enabled();
+
+// Takes every `--worker=PATH` argument out of argv without starting anything (the caller starts
+// them one by one, e.g. to measure the baseline's worker before any other exists).
+std::vector<std::string> take_worker_args(int& argc, char** argv);
 
 struct TimedResult {
   double event_ms = 0;  // the worker's CUDA events around the call (the worker's word, not proof)
-  bool held_timeout = false;
   bool has_trace = false;
   worker::WireTrace trace;  // CUPTI in the worker, when traced
   std::string stream_state; // what the call left on the worker's stream or device (undone), "" if nothing
@@ -37,10 +44,20 @@ std::string take_stream_state();
 
 // The remote kernel registered as k, or nullptr when k runs in this process.
 RemoteKernel* find(const KernelInfo& k);
-// One call through the worker's timed path on the judge's buffers in `p` (the judge's stream is
-// synchronized first). Throws on a launch error, a worker error or a dead worker.
-TimedResult timed_call(RemoteKernel& k, const AttnParams& p, cudaStream_t judge_stream, bool traced,
-                       uint64_t call_id);
+// The judge's clock around a worker's call (bench/README.md): two interprocess events of the
+// judge's, as hex of cudaIpcEventHandle_t. The worker's stream waits for `go`, which the judge
+// records after its own start event, and records `done`, which the judge's stream waits for before
+// its stop event. One pair per kernel, so one worker cannot record another's events.
+struct JudgeEvents {
+  std::string go, done;
+};
+// A timed call in two halves: begin_timed sends the request and returns once the worker has
+// enqueued the call behind `events.go` (throws when it could not); finish_timed reads the worker's
+// own figures once the call is done (throws on a launch error, a worker error or a dead worker).
+void begin_timed(RemoteKernel& k, const AttnParams& p, const JudgeEvents& events, bool traced, uint64_t call_id);
+// The round trip alone: the worker's stream waits for `go` and records `done`, with no call between.
+void begin_handoff(RemoteKernel& k, const JudgeEvents& events);
+TimedResult finish_timed(RemoteKernel& k);
 // The worker's process id and the hash of its kernel's source folder embedded when it was built.
 int64_t worker_pid(const RemoteKernel& k);
 const std::string& kernel_tree_sha256(const RemoteKernel& k);
@@ -49,6 +66,9 @@ const std::string& kernel_tree_dir(const RemoteKernel& k);  // relative to the r
 // the build writes from the library's objects (kernels/worker/cmake/inventory.cmake). Throws when
 // the file is missing: without it no call could be told from a foreign one.
 std::vector<std::string> inventory(const RemoteKernel& k);
+// What the worker's kernel library defines that it must not (kernels/worker/cmake/symbols.cmake):
+// "<symbol> (<object>): <why>" each; empty when clean. Throws when the build wrote no list.
+std::vector<std::string> forbidden_symbols(const RemoteKernel& k);
 
 // Device allocations that may be passed to a worker: DeviceBuffer registers every allocation it
 // makes; on release, the workers that mapped it unmap it first.

@@ -14,11 +14,32 @@
 
 namespace attngate::worker {
 
-inline constexpr int kProtocolVersion = 1;
+inline constexpr int kProtocolVersion = 2;
 // The worker reads requests from this descriptor and writes replies to the next one (one JSON
 // document per line), so a kernel that prints to stdout cannot corrupt the exchange by accident.
 inline constexpr int kRequestFd = 3;
 inline constexpr int kReplyFd = 4;
+
+// CUDA IPC handles (cudaIpcMemHandle_t, cudaIpcEventHandle_t) travel as lowercase hex.
+template <typename Handle>
+std::string to_hex(const Handle& h) {
+  static const char* digits = "0123456789abcdef";
+  std::string out;
+  const auto* bytes = reinterpret_cast<const unsigned char*>(&h);
+  for (size_t i = 0; i < sizeof h; ++i) {
+    out += digits[bytes[i] >> 4];
+    out += digits[bytes[i] & 15];
+  }
+  return out;
+}
+template <typename Handle>
+Handle from_hex(const std::string& text) {
+  Handle h{};
+  if (text.size() != 2 * sizeof h) throw std::runtime_error("bad IPC handle length " + std::to_string(text.size()));
+  auto* bytes = reinterpret_cast<unsigned char*>(&h);
+  for (size_t i = 0; i < sizeof h; ++i) bytes[i] = static_cast<unsigned char>(std::stoi(text.substr(2 * i, 2), nullptr, 16));
+  return h;
+}
 
 // A device pointer as the judge exported it: a CUDA IPC handle of the allocation (hex of
 // cudaIpcMemHandle_t) and an offset into it. An empty handle is a null pointer.
@@ -81,8 +102,10 @@ inline AttnParams params_shape(const WireParams& w) {
 }
 
 // op: "hello" (describe the kernels), "launch" (one call, then a device-wide synchronize),
-// "timed" (one call between CUDA events behind a stream hold; CUPTI-traced when `traced`),
-// "release" (close the IPC handles named in `release`), "quit".
+// "timed" (the judge's clock: the worker's stream waits for the judge's IPC event `go_event`,
+// calls, records `done_event`, and answers twice: once enqueued, once finished; CUPTI-traced when
+// `traced`), "handoff" (the same with no call: the round trip alone, for the judge to calibrate its
+// clock), "release" (close the IPC handles named in `release`), "quit".
 struct Request {
   std::string op;
   std::string kernel;
@@ -90,8 +113,10 @@ struct Request {
   bool traced = false;
   uint64_t call_id = 0;
   std::vector<std::string> release;
+  std::string go_event, done_event;  // hex of cudaIpcEventHandle_t, made by the judge
 };
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(Request, op, kernel, params, traced, call_id, release)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(Request, op, kernel, params, traced, call_id, release, go_event,
+                                                done_event)
 
 struct KernelDesc {
   std::string name, description;
@@ -123,9 +148,10 @@ struct Reply {
   std::string kernel_tree_sha256; // the hash of the kernel's source folder embedded at build time
   std::string kernel_tree_dir;    // that folder, relative to the repository (kernels/candidate)
   std::vector<KernelDesc> kernels;
-  // timed
+  // timed: the first reply says the call is enqueued behind the judge's go event (`enqueued`), the
+  // second carries the worker's own figures, which are diagnostics only: the judge's clock decides.
+  bool enqueued = false;
   double event_ms = 0;
-  bool held_timeout = false;
   bool has_trace = false;
   WireTrace trace;
   // What the call left on the worker's stream or device that could help the next call (a
@@ -133,7 +159,7 @@ struct Reply {
   std::string stream_state;
 };
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(Reply, ok, error, cuda_status, unsupported_reason, protocol, pid,
-                                                worker, kernel_tree_sha256, kernel_tree_dir, kernels, event_ms, held_timeout,
+                                                worker, kernel_tree_sha256, kernel_tree_dir, kernels, enqueued, event_ms,
                                                 has_trace, trace, stream_state)
 
 }  // namespace attngate::worker

@@ -1,0 +1,223 @@
+// Planted cheats of issue 19: aimed at the judge's clock and at the sandbox around the worker.
+// Each runs the honest variant kernel (cheats_host.cu) and misbehaves around it; cheats.yaml says
+// what each does and how it must be caught. The sandbox probes turn a success into a visibly wrong
+// output, so that a sandbox which let them through fails the gate: their expected verdict is PASS.
+#include <cuda_bf16.h>
+#include <cuda_runtime_api.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <sys/ptrace.h>
+#include <sys/types.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include "attngate/params.hpp"
+#include "attngate/registry.hpp"
+
+namespace attngate_adversarial {
+
+using attngate::AttnParams;
+using attngate::DType;
+
+cudaError_t launch_honest(const AttnParams& p, cudaStream_t stream);  // cheats_host.cu
+
+namespace {
+
+int64_t o_elems(const AttnParams& p) { return int64_t(p.batch) * p.seqlen_q * p.heads_q * p.head_dim; }
+
+__global__ void fill_o_kernel(__nv_bfloat16* o, int64_t n, float v) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x)
+    o[i] = __float2bfloat16(v);
+}
+__global__ void spin_ns(unsigned long long ns) {
+  unsigned long long t0, now;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
+  do {
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
+  } while (now - t0 < ns);
+}
+
+cudaStream_t side_stream() {
+  static cudaStream_t s = [] {
+    cudaStream_t x = nullptr;
+    cudaStreamCreateWithFlags(&x, cudaStreamNonBlocking);
+    return x;
+  }();
+  return s;
+}
+
+// ---- The judge's clock -------------------------------------------------------------------------
+// Writes finite, plausible values (0.01 everywhere) on the caller's stream at once, then the exact
+// output on a side stream the caller's stream does not wait for, after 20 ms there: whoever reads
+// the output when the call's stream is done sees finite numbers, the exact ones arrive later. (Late
+// work shorter than a time slice, about 2 ms on the H200, is inside the judge's clock anyway: the
+// GPU switches back to the judge only when the worker's context is idle or its slice is over.)
+cudaError_t launch_finite_then_exact(const AttnParams& p, cudaStream_t s) {
+  static std::atomic<int> calls{0};
+  if (calls++ < 4) return launch_honest(p, s);
+  fill_o_kernel<<<264, 256, 0, s>>>(static_cast<__nv_bfloat16*>(p.o), o_elems(p), 0.01f);
+  if (const cudaError_t e = cudaGetLastError(); e != cudaSuccess) return e;
+  cudaEvent_t ready;
+  cudaEventCreateWithFlags(&ready, cudaEventDisableTiming);
+  cudaEventRecord(ready, s);
+  cudaStreamWaitEvent(side_stream(), ready, 0);
+  cudaEventDestroy(ready);
+  spin_ns<<<1, 32, 0, side_stream()>>>(20'000'000);
+  return launch_honest(p, side_stream());
+}
+
+// Keeps the GPU busy from a thread of its own, in its own context, all the time: contexts of two
+// processes are time-sliced, so every call of the baseline (in another worker) waits for it, while
+// the cheat's own calls share the GPU with a one-block kernel only.
+void hog_forever() {
+  cudaStream_t st = nullptr;
+  cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking);
+  for (;;) {
+    spin_ns<<<1, 32, 0, st>>>(200'000);
+    cudaStreamSynchronize(st);
+  }
+}
+cudaError_t launch_gpu_hog(const AttnParams& p, cudaStream_t s) {
+  static std::once_flag started;
+  std::call_once(started, [] { std::thread(hog_forever).detach(); });
+  return launch_honest(p, s);
+}
+
+// ---- The sandbox around the worker -------------------------------------------------------------
+// Each probe runs once, at the first call (and the first of them in a static initializer, before
+// main()); a probe that gets through makes every later output wrong (O scaled to 0), so a gate that
+// passes these proves the sandbox refused them.
+std::atomic<bool> g_escaped{false};
+std::string g_escape;
+
+void escaped(const std::string& what) {
+  if (g_escaped.exchange(true)) return;
+  g_escape = what;
+  std::fprintf(stderr, "cheat: escaped the sandbox: %s\n", what.c_str());
+}
+
+std::string state_key_path() {
+  if (const char* d = std::getenv("ATTNGATE_STATE_HOME")) return std::string(d) + "/key";
+  if (const char* d = std::getenv("XDG_STATE_HOME")) return std::string(d) + "/attngate/key";
+  const char* home = std::getenv("HOME");
+  return std::string(home ? home : "/root") + "/.local/state/attngate/key";
+}
+
+// Reads the receipt key (or, where none exists yet, lists the folder it would live in).
+void probe_key() {
+  const std::string key = state_key_path();
+  if (const int fd = ::open(key.c_str(), O_RDONLY | O_CLOEXEC); fd >= 0) {
+    ::close(fd);
+    escaped("read " + key);
+  } else if (errno == ENOENT) {
+    const std::string dir = key.substr(0, key.rfind('/'));
+    if (const int d = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC); d >= 0) {
+      ::close(d);
+      escaped("opened " + dir);
+    }
+  }
+}
+
+// Leaves a detached child behind (double fork, setsid), as one that rewrites a gate document would.
+void probe_detached_child() {
+  const pid_t child = ::fork();
+  if (child < 0) return;  // refused: nothing escaped
+  if (child == 0) {
+    ::setsid();
+    if (::fork() == 0) {
+      ::sleep(2);
+      _exit(0);
+    }
+    _exit(0);
+  }
+  escaped("forked a child that outlives the call");
+}
+
+// Opens the judge's descriptors through /proc, signals it, attaches to it.
+void probe_judge() {
+  const pid_t judge = ::getppid();
+  const std::string fd = "/proc/" + std::to_string(judge) + "/fd/3";
+  if (const int f = ::open(fd.c_str(), O_WRONLY | O_CLOEXEC); f >= 0) {
+    ::close(f);
+    escaped("opened " + fd);
+  }
+  if (::kill(judge, 0) == 0) escaped("could signal the judge (pid " + std::to_string(judge) + ")");
+  if (::ptrace(PTRACE_ATTACH, judge, nullptr, nullptr) == 0) {
+    ::ptrace(PTRACE_DETACH, judge, nullptr, nullptr);
+    escaped("attached to the judge with ptrace");
+  }
+}
+
+// Writes outside the worker's scratch folder: the build tree (a gate document's folder) and /tmp.
+void probe_write() {
+  for (const std::string dir : {std::string("/tmp"), std::string(std::getenv("PWD") ? std::getenv("PWD") : ".")}) {
+    const std::string path = dir + "/attngate_cheat_" + std::to_string(::getpid());
+    if (const int f = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600); f >= 0) {
+      ::close(f);
+      ::unlink(path.c_str());
+      escaped("created " + path);
+    }
+  }
+}
+
+// Whether this process is a worker (attngate's in-process tools link every kernel too; the probes
+// are aimed at the worker's sandbox).
+bool in_worker() {
+  char exe[4096] = {};
+  const ssize_t n = ::readlink("/proc/self/exe", exe, sizeof exe - 1);
+  return n > 0 && std::string(exe, size_t(n)).find("attngate_worker_") != std::string::npos;
+}
+
+// The first probe runs before main(): a sandbox applied by the worker itself would come too late.
+const bool g_probed_early = [] {
+  if (in_worker()) probe_write();
+  return true;
+}();
+
+void probed_before_main() {}  // g_probed_early did the probe
+
+// One probe per cheat (a static once_flag per instantiation), then the honest call; wrong output
+// once anything escaped.
+template <void (*Probe)()>
+cudaError_t after_probe(const AttnParams& p, cudaStream_t s) {
+  static std::once_flag once;
+  std::call_once(once, Probe);
+  if (const cudaError_t e = launch_honest(p, s); e != cudaSuccess || !g_escaped) return e;
+  fill_o_kernel<<<264, 256, 0, s>>>(static_cast<__nv_bfloat16*>(p.o), o_elems(p), 0.0f);
+  return cudaGetLastError();
+}
+
+struct JudgeCheat {
+  const char* name;
+  const char* does;
+  attngate::LaunchFn launch;
+};
+const JudgeCheat kJudgeCheats[] = {
+    {"cheat_finite_then_exact", "writes 0.01 at once, the exact output later on a side stream",
+     launch_finite_then_exact},
+    {"cheat_gpu_hog", "keeps the GPU busy from a thread of its own worker", launch_gpu_hog},
+    {"cheat_reads_key", "reads the receipt key", after_probe<probe_key>},
+    {"cheat_detached_child", "leaves a detached child process behind", after_probe<probe_detached_child>},
+    {"cheat_reaches_judge", "opens the judge's descriptors, signals it, ptraces it", after_probe<probe_judge>},
+    {"cheat_writes_outside", "writes outside its scratch folder from a static initializer",
+     after_probe<probed_before_main>},
+};
+const bool g_registered = [] {
+  (void)g_probed_early;
+  for (const JudgeCheat& c : kJudgeCheats)
+    attngate::KernelRegistry::instance().add(
+        {c.name, std::string("PLANTED CHEAT: ") + c.does, {DType::bf16}, {128}, 90, c.launch});
+  return true;
+}();
+
+}  // namespace
+}  // namespace attngate_adversarial
