@@ -201,4 +201,11 @@ ATTNGATE_REGISTER_KERNEL("cheat_hang", "PLANTED HANG: spins (for 120 s, i.e. pas
                          {DType::bf16}, {128}, 90, launch_hang);
 
 }  // namespace
+
+// The spin kernel for the other cheat files (a __global__ function cannot cross translation units).
+cudaError_t launch_spin(unsigned long long ns, cudaStream_t stream) {
+  spin_kernel<<<1, 1, 0, stream>>>(ns);
+  return cudaGetLastError();
+}
+
 }  // namespace attngate_adversarial

@@ -30,6 +30,16 @@ namespace attngate_adversarial {
 
 cudaError_t launch_honest(const AttnParams& p, cudaStream_t stream);  // cheats_host.cu
 
+// A stream of the cheat's own, apart from the caller's (cheats_judge.cu uses it too).
+cudaStream_t private_stream() {
+  static cudaStream_t s = [] {
+    cudaStream_t x = nullptr;
+    cudaStreamCreateWithFlags(&x, cudaStreamNonBlocking);
+    return x;
+  }();
+  return s;
+}
+
 namespace {
 
 int64_t q_elems(const AttnParams& p) { return int64_t(p.batch) * p.seqlen_q * p.heads_q * p.head_dim; }
@@ -89,14 +99,6 @@ cudaError_t launch_static_init_slows_baseline(const AttnParams& p, cudaStream_t 
 }
 
 // ---- Work the event timer does not see -------------------------------------------------------
-cudaStream_t private_stream() {
-  static cudaStream_t s = [] {
-    cudaStream_t x = nullptr;
-    cudaStreamCreateWithFlags(&x, cudaStreamNonBlocking);
-    return x;
-  }();
-  return s;
-}
 // Honest for the first calls (warm-up, verification), then computes on a private stream while the
 // caller's stream is still held, and waits for it: the output is complete when the launch returns,
 // but the caller's events bracket nothing.

@@ -29,6 +29,8 @@ using attngate::AttnParams;
 using attngate::DType;
 
 cudaError_t launch_honest(const AttnParams& p, cudaStream_t stream);  // cheats_host.cu
+cudaError_t launch_spin(unsigned long long ns, cudaStream_t stream);   // cheats_host.cu
+cudaStream_t private_stream();                                         // cheats_isolation.cu
 
 namespace {
 
@@ -37,22 +39,6 @@ int64_t o_elems(const AttnParams& p) { return int64_t(p.batch) * p.seqlen_q * p.
 __global__ void fill_o_kernel(__nv_bfloat16* o, int64_t n, float v) {
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x)
     o[i] = __float2bfloat16(v);
-}
-__global__ void spin_ns(unsigned long long ns) {
-  unsigned long long t0, now;
-  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
-  do {
-    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
-  } while (now - t0 < ns);
-}
-
-cudaStream_t side_stream() {
-  static cudaStream_t s = [] {
-    cudaStream_t x = nullptr;
-    cudaStreamCreateWithFlags(&x, cudaStreamNonBlocking);
-    return x;
-  }();
-  return s;
 }
 
 // ---- The judge's clock -------------------------------------------------------------------------
@@ -69,10 +55,10 @@ cudaError_t launch_finite_then_exact(const AttnParams& p, cudaStream_t s) {
   cudaEvent_t ready;
   cudaEventCreateWithFlags(&ready, cudaEventDisableTiming);
   cudaEventRecord(ready, s);
-  cudaStreamWaitEvent(side_stream(), ready, 0);
+  cudaStreamWaitEvent(private_stream(), ready, 0);
   cudaEventDestroy(ready);
-  spin_ns<<<1, 32, 0, side_stream()>>>(20'000'000);
-  return launch_honest(p, side_stream());
+  if (const cudaError_t e = launch_spin(20'000'000, private_stream()); e != cudaSuccess) return e;
+  return launch_honest(p, private_stream());
 }
 
 // Keeps the GPU busy from a thread of its own, in its own context, all the time: contexts of two
@@ -82,7 +68,7 @@ void hog_forever() {
   cudaStream_t st = nullptr;
   cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking);
   for (;;) {
-    spin_ns<<<1, 32, 0, st>>>(200'000);
+    launch_spin(200'000, st);
     cudaStreamSynchronize(st);
   }
 }
