@@ -244,7 +244,9 @@ void run_compare(benchmark::State& st, Harness& h, const KernelInfo* k, const Ke
   std::optional<Measurement> m;
   for (auto _ : st) {
     try {
-      m = h.measure(s, {k, base}, mo);
+      MeasureOptions with_base = mo;
+      with_base.handoff_reference = 1;  // the baseline's worker calibrates the round trip, never the kernel's
+      m = h.measure(s, {k, base}, with_base);
     } catch (const std::exception& e) {
       if (auto why = attngate::unsupported_reason(e)) {
         st.SkipWithError(("unsupported: " + *why).c_str());
@@ -265,6 +267,28 @@ void run_compare(benchmark::State& st, Harness& h, const KernelInfo* k, const Ke
   set_fields(st, comparison_fields(ks, bs, ctx, resamples, seed));
   st.SetLabel(k->name + ": " + kernel_label(ks) + " | " + base->name + ": " + kernel_label(bs));
   g_report.rows.push_back(std::move(row));
+}
+
+// What the judge saw of the workers' seal, and whether the GPU time-slices the processes' contexts:
+// the judge's clock and the snapshot at its stop rest on no two contexts running at once, which an
+// MPS server would change.
+void record_seal_and_time_slicing(SandboxRecord& r) {
+  std::vector<std::string> unsealed;
+  for (const auto& p : attngate::verify::remote::seal_problems())
+    if (!p.empty()) unsealed.push_back(p);
+  std::string detail;
+  for (const auto& u : unsealed) detail += (detail.empty() ? "" : "; ") + u;
+  r.mechanisms.push_back({"workers_sealed", unsealed.empty(),
+                          unsealed.empty() ? "NoNewPrivs 1, Seccomp 2, CapEff 0 seen on every worker" : detail});
+  std::string mps;
+  std::error_code ec;  // processes come and go while /proc is listed
+  for (std::filesystem::directory_iterator it("/proc", ec), end; !ec && it != end; it.increment(ec)) {
+    std::ifstream comm(it->path() / "comm");
+    std::string name;
+    if (comm && std::getline(comm, name) && name.rfind("nvidia-cuda-mps", 0) == 0)
+      mps = name + " (pid " + it->path().filename().string() + ")";
+  }
+  r.mechanisms.push_back({"time_slicing", mps.empty(), mps.empty() ? "no MPS server running" : mps + " is running"});
 }
 
 // Starts the workers in the order given. When the comparison's base runs in the first one, the
@@ -349,6 +373,7 @@ int run(int argc, char** argv) {
   g_report.sandbox.enabled = attngate::verify::remote::sandbox_enabled();
   for (const auto& m : attngate::sandbox::probe_sandbox().mechanisms)
     g_report.sandbox.mechanisms.push_back({m.name, m.available, m.detail});
+  record_seal_and_time_slicing(g_report.sandbox);
   mo.idle_ratio = opt.idle_ratio;
   benchmark::AddCustomContext("attngate_idle_ratio", std::to_string(opt.idle_ratio));
 

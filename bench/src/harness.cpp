@@ -80,7 +80,7 @@ struct Harness::Contestant {
   std::vector<std::unique_ptr<verify::Problem>> inputs;
   KernelSeries series;
   std::vector<CallTrace> remote_traces;  // traced calls of the current block, from the worker
-  std::unique_ptr<IpcEventPair> events;  // remote: the judge's clock around the worker's call
+  IpcEventPair* events = nullptr;  // remote: the judge's clock around the worker's call (Harness::events_)
   std::unique_ptr<verify::DeviceSnapshot> at_stop;  // remote: the outputs when the judge's clock stopped
 };
 
@@ -100,13 +100,13 @@ CallTrace from_wire(const worker::WireTrace& w, uint64_t call_id) {
   return t;
 }
 
-// The contestant whose handoff calibrates the judge's clock: `asked` if >= 0, else the last kernel
-// that runs in a worker (the baseline, in a comparison); -1 when none does.
+// The contestant whose handoff calibrates the judge's clock: `asked` if >= 0 (-1 when that kernel
+// runs in this process: then no round trip is subtracted, and the kernels in workers carry it),
+// else the last kernel that runs in a worker; -1 when none does.
 int handoff_reference(const std::vector<bool>& remote, int asked) {
   if (asked >= 0) {
-    if (size_t(asked) >= remote.size() || !remote[size_t(asked)])
-      throw std::invalid_argument("measure: handoff_reference " + std::to_string(asked) + " is not a kernel in a worker");
-    return asked;
+    if (size_t(asked) >= remote.size()) throw std::invalid_argument("measure: no kernel " + std::to_string(asked));
+    return remote[size_t(asked)] ? asked : -1;
   }
   for (int i = int(remote.size()) - 1; i >= 0; --i)
     if (remote[size_t(i)]) return i;
@@ -247,7 +247,7 @@ Harness::CallTimes Harness::remote_call(Contestant& c, verify::Problem& p, bool 
   ATTNGATE_CUDA_CHECK(cudaEventRecord(stop_, stream_));
   verify::take_snapshot(p, *c.at_stop, stream_);
   hold_.release();
-  ATTNGATE_CUDA_CHECK(cudaStreamSynchronize(stream_));
+  wait_for_stop(c);
   const verify::remote::TimedResult r = verify::remote::finish_timed(*c.remote);
   ++c.series.calls;
   CallTimes out;
@@ -269,14 +269,37 @@ Harness::CallTimes Harness::remote_call(Contestant& c, verify::Problem& p, bool 
 }
 
 // What the judge's stop saw must be the call's whole output: nothing unwritten, nothing written later.
+// The judge's stream waits for the worker's done event; a worker whose call never ends must not
+// hang the judge. Past the worker timeout the worker is killed and the run ends (the stream waits
+// on an event that will never come, so nothing more can be timed on it): the gate then has no
+// performance.json and fails NO_PERF, or CTest reports the test's failure.
+void Harness::wait_for_stop(Contestant& c) {
+  const auto deadline = Clock::now() + std::chrono::duration<double>(verify::remote::worker_timeout_s());
+  for (;;) {
+    const cudaError_t e = cudaStreamQuery(stream_);
+    if (e == cudaSuccess) return;
+    if (e != cudaErrorNotReady) ATTNGATE_CUDA_CHECK(e);
+    if (Clock::now() > deadline) {
+      verify::remote::kill_worker(*c.remote);
+      std::cerr << "attngate_bench: " << c.kernel->name << ": the judge's clock did not stop within "
+                << verify::remote::worker_timeout_s() << " s (ATTNGATE_WORKER_TIMEOUT_S): the worker was killed and "
+                << "the run ends" << std::endl;
+      std::_Exit(1);
+    }
+    std::this_thread::sleep_for(std::chrono::microseconds(20));
+  }
+}
+
+// The NaN count comes first and the comparison with the snapshot last, so that an output changed
+// between the two still differs from what the stop saw.
 void Harness::check_at_stop(Contestant& c, verify::Problem& p) {
+  const int64_t unwritten = verify::count_nan_outputs(p, stream_);
   const verify::DeviceDiff late = verify::diff_from_snapshot(p, *c.at_stop, stream_);
   if (late.o > 0 || late.lse > 0)
     throw TimedRunCheckError(TimedRunCheckError::kSideStream, c.kernel->name, p.scenario.id,
                              std::to_string(late.o) + " elements of O and " + std::to_string(late.lse) +
                                  " of LSE changed after the judge's clock stopped (the worker's done event came "
                                  "before its work was finished)");
-  const int64_t unwritten = verify::count_nan_outputs(p, stream_);
   if (unwritten > 0)
     throw TimedRunCheckError(TimedRunCheckError::kWrongOutput, c.kernel->name, p.scenario.id,
                              std::to_string(unwritten) + " elements of O and LSE still held the NaN poison when the "
@@ -359,7 +382,9 @@ double Harness::calibrate_solo_handoff(const KernelInfo& k, int calls) {
 }
 
 void Harness::check_call(Contestant& c, verify::Problem& p, const verify::DeviceTruth& truth, const char* when) {
-  const verify::DeviceErrors e = verify::device_errors(p, truth, stream_);
+  // A kernel in a worker is judged on what the judge's stop saw, not on its outputs now.
+  const verify::DeviceErrors e = c.at_stop ? verify::snapshot_errors(p, *c.at_stop, truth, stream_, false)
+                                           : verify::device_errors(p, truth, stream_);
   ++c.series.checked_calls;
   // The suite defaults' absolute bounds, as check_timed_run: loose for any verified kernel, far
   // below what a stale, skipped or partial output gives.
@@ -470,7 +495,11 @@ Measurement Harness::measure(const Scenario& s, const std::vector<const KernelIn
   // The judge's clock around each worker, and where it keeps the outputs its stop saw.
   for (auto& c : cs) {
     if (!c.remote) continue;
-    c.events = std::make_unique<IpcEventPair>();
+    // One pair per kernel in a worker for the harness's life: a worker keeps every event it opened,
+    // so a pair made again could come back with the handle of one it already holds.
+    auto& pair = events_[c.remote];
+    if (!pair) pair = std::make_unique<IpcEventPair>();
+    c.events = pair.get();
     c.at_stop = std::make_unique<verify::DeviceSnapshot>(verify::make_snapshot(*c.inputs.front()));
   }
   std::vector<bool> remote;
@@ -486,10 +515,6 @@ Measurement Harness::measure(const Scenario& s, const std::vector<const KernelIn
   }
   ATTNGATE_CUDA_CHECK(cudaStreamSynchronize(stream_));
   phase("alloc_fill");
-  // The ground truth of each input set (every kernel has the same contents), kept on the device
-  // for the checks of timed calls.
-  std::vector<verify::DeviceTruth> truths;
-  for (int r = 0; r < sets; ++r) truths.push_back(verify::device_ground_truth(*own[size_t(r)], stream_));
   // Which rounds get fresh contents, and which calls are checked, is drawn here from a seed nobody
   // can read in advance; so are the fresh contents.
   std::mt19937_64 rng(std::random_device{}());
@@ -508,7 +533,7 @@ Measurement Harness::measure(const Scenario& s, const std::vector<const KernelIn
       if (int(k) == reference) handoffs.push_back(t.judge_ms - t.worker_event_ms);
     }
   // A first estimate of the round trip to the workers, so the stopping rule sees call times.
-  if (reference >= 0) handoff_ms_ = subtracted_handoff(median(handoffs));
+  if (reference >= 0 && !handoffs.empty()) handoff_ms_ = subtracted_handoff(median(handoffs));
   handoffs.clear();
   phase("warmup");
 
@@ -529,7 +554,9 @@ Measurement Harness::measure(const Scenario& s, const std::vector<const KernelIn
       for (int i = 0; i < calls_per_kernel; ++i) {
         for (size_t k : order) {
           const uint64_t id = next_call_id_++;
-          const CallTimes t = timed_call(cs[k], rotation % size_t(sets), true, id);
+          const size_t set = rotation % size_t(sets);
+          const FreshContents fresh{rng(), set_distribution(int(set))};
+          const CallTimes t = timed_call(cs[k], set, true, id, true, &fresh);
           owner[id] = k;
           ids.push_back(id);
           if (keep) {
@@ -589,24 +616,21 @@ Measurement Harness::measure(const Scenario& s, const std::vector<const KernelIn
       for (size_t k = 0; k < order.size(); ++k) order[k] = (round % 2 == 0) ? k : order.size() - 1 - k;
       ++round;
       const size_t set = rotation % size_t(sets);
-      // New contents at the same pointers, from a seed drawn now, written by the judge right before
-      // its clock starts: no earlier work could have computed this output, so a kernel that
-      // caches, precomputes or skips is timed honestly here. The truth comes from the judge's copy.
-      std::optional<FreshContents> fresh;
-      if (opt.fresh_one_in > 0 && rng() % uint64_t(opt.fresh_one_in) == 0) {
-        fresh = FreshContents{rng(), set_distribution(int(set))};
-        own[set]->fill(fresh->seed, fresh->distribution, stream_);
-        truths[set] = verify::device_ground_truth(*own[set], stream_);
-      }
+      // Every round: new contents at the same pointers, from a seed drawn now, written by the judge
+      // right before its clock starts, so no earlier work could have computed this output and a
+      // kernel that caches, precomputes or skips is timed honestly on every call.
+      const FreshContents fresh{rng(), set_distribution(int(set))};
       for (size_t k : order) {
-        const CallTimes t = timed_call(cs[k], set, false, next_call_id_++, true, fresh ? &*fresh : nullptr);
-        record_untraced(cs[k].series, t, fresh.has_value());
+        const CallTimes t = timed_call(cs[k], set, false, next_call_id_++, true, &fresh);
+        record_untraced(cs[k].series, t, true);
         if (int(k) == reference) handoffs.push_back(t.judge_ms - t.worker_event_ms);
-        if (fresh) {
-          check_call(cs[k], *cs[k].inputs[set], truths[set], "the first call on new input contents");
-        } else if (opt.check_every > 0 && rng() % uint64_t(opt.check_every) == 0) {
-          check_call(cs[k], *cs[k].inputs[set], truths[set], "output read when the call returned");
-        }
+      }
+      // About one round in check_every, chosen once it is over, is judged against the fp32
+      // reference of its contents, computed from the judge's own copy.
+      if (opt.check_every > 0 && rng() % uint64_t(opt.check_every) == 0) {
+        own[set]->fill(fresh.seed, fresh.distribution, stream_);
+        const verify::DeviceTruth truth = verify::device_ground_truth(*own[set], stream_);
+        for (size_t k : order) check_call(cs[k], *cs[k].inputs[set], truth, "a round chosen once it was over");
       }
       ++rotation;
     }
@@ -671,7 +695,6 @@ Measurement Harness::measure(const Scenario& s, const std::vector<const KernelIn
     m.series.push_back(std::move(c.series));
   }
   cs.clear();  // gives the input sets back to the kernels' pools
-  truths.clear();
   own.clear();
   phase("teardown");
   if (show_phases) std::cerr << "attngate_bench: phases " << s.id << ":" << phases << std::endl;

@@ -350,6 +350,36 @@ void harden_judge_once() {
 
 bool sandbox_enabled() { return sandbox_wanted(); }
 
+namespace {
+std::vector<std::string>& seal_log() {
+  static auto* v = new std::vector<std::string>;
+  return *v;
+}
+
+// The seal as the kernel shows it for a running worker (its status file is world-readable).
+std::string seal_seen(int64_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
+  if (!in) return "its /proc status could not be read";
+  std::map<std::string, std::string> f;
+  for (std::string line; std::getline(in, line);) {
+    const auto colon = line.find(':');
+    if (colon == std::string::npos) continue;
+    const auto value = line.find_first_not_of(" \t", colon + 1);
+    f[line.substr(0, colon)] = value == std::string::npos ? "" : line.substr(value);
+  }
+  std::string missing;
+  auto need = [&](const char* key, const char* want) {
+    if (f[key] != want) missing += std::string(missing.empty() ? "" : ", ") + key + " " + f[key] + " (want " + want + ")";
+  };
+  need("NoNewPrivs", "1");
+  need("Seccomp", "2");
+  need("CapEff", "0000000000000000");
+  return missing;
+}
+}  // namespace
+
+std::vector<std::string> seal_problems() { return seal_log(); }
+
 void start_worker(const std::string& path) {
   ::signal(SIGPIPE, SIG_IGN);  // a dead worker is reported by the failed write, not by a signal
   harden_judge_once();
@@ -362,6 +392,7 @@ void start_worker(const std::string& path) {
     throw std::runtime_error("worker " + path + " speaks protocol " + std::to_string(r.protocol) + ", the judge " +
                              std::to_string(worker::kProtocolVersion));
   w->remember_hello(r);
+  if (sandbox_wanted()) seal_log().push_back(seal_seen(w->pid()).empty() ? "" : path + ": " + seal_seen(w->pid()));
   for (const auto& d : r.kernels) register_kernel(w, d, r.kernel_tree_sha256, r.kernel_tree_dir);
   workers().push_back(w);
 }
@@ -433,6 +464,12 @@ TimedResult finish_timed(RemoteKernel& k) {
 }
 
 int64_t worker_pid(const RemoteKernel& k) { return k.worker->pid(); }
+
+double worker_timeout_s() { return reply_timeout_s(); }
+
+void kill_worker(RemoteKernel& k) noexcept {
+  if (k.worker->pid() > 0) ::kill(pid_t(k.worker->pid()), SIGKILL);
+}
 
 std::vector<std::string> inventory(const RemoteKernel& k) {
   const std::string path = k.worker->path() + ".kernels";

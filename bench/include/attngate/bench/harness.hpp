@@ -6,6 +6,7 @@
 #include <cuda_runtime_api.h>
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <stdexcept>
 #include <string>
@@ -21,7 +22,13 @@
 #include "attngate/verify/problem.hpp"
 #include "attngate/verify/verify_case.hpp"
 
+namespace attngate::verify::remote {
+class RemoteKernel;
+}
+
 namespace attngate::bench {
+
+class IpcEventPair;  // harness.cpp: the judge's interprocess events around one worker's calls
 
 // Raised by Harness::measure when a kernel's timed calls are not what verification checked
 // (bench/README.md, "Checks of the timed run"). what() is
@@ -59,14 +66,14 @@ struct MeasureOptions {
   // back, cuDNN-class kernels drew the H200 into its 700 W power cap (SM clock down to 1.7 GHz,
   // times up to 8% longer and bimodal); at most 2/3 of the time busy, they ran at 1980 MHz.
   double idle_ratio = 0.5;
-  // Timed calls judged like checked ones: about one in `check_every` untraced calls has its output
-  // compared with the fp32 reference, and about one round in `fresh_one_in` gives its input set new
-  // contents (same pointers), written by the judge right before its clock starts, whose calls are
-  // checked too. The choices come from a seed nobody can read in advance (std::random_device).
+  // Every timed call is on new contents (same pointers, a seed drawn per round), written by the judge
+  // right before its clock starts; about one round in `check_every`, chosen once it is over, is
+  // compared with the fp32 reference. The choices come from a seed nobody can read in advance
+  // (std::random_device).
   int check_every = 8;
-  int fresh_one_in = 8;
   // The kernel whose worker's event times calibrate the round trip to the workers (its index in the
-  // kernels measured); -1: the last kernel that runs in a worker (the baseline of a comparison).
+  // kernels measured; a kernel in this process: no round trip is subtracted); -1: the last kernel
+  // that runs in a worker. A comparison names its baseline.
   int handoff_reference = -1;
 };
 
@@ -190,6 +197,7 @@ class Harness {
   // the time or caught as unwritten.
   CallTimes remote_call(Contestant& c, verify::Problem& p, bool traced, uint64_t call_id, const FreshContents* fresh);
   void check_at_stop(Contestant& c, verify::Problem& p);
+  void wait_for_stop(Contestant& c);
   void flush_l2(uint64_t call_id);
   static void record_untraced(KernelSeries& k, const CallTimes& t, bool fresh);
   void settle_handoff(std::vector<Contestant>& cs, const std::vector<double>& handoffs, Measurement& m);
@@ -216,6 +224,7 @@ class Harness {
   double last_event_ms_ = 0; // the previous timed call's event time
   double handoff_ms_ = 0;    // the round trip subtracted from judge times (settle_handoff)
   double solo_handoff_ms_ = 0;  // calibrate_solo_handoff's
+  std::map<const verify::remote::RemoteKernel*, std::unique_ptr<IpcEventPair>> events_;  // per kernel in a worker
 };
 
 }  // namespace attngate::bench

@@ -25,6 +25,11 @@ void start_worker(const std::string& path);
 // What the machine offers of the seal is sandbox::probe_sandbox()'s; the gate's policy decides what
 // a missing mechanism means (SANDBOX_UNAVAILABLE).
 bool sandbox_enabled();
+// What the judge saw of each started worker's seal in /proc/<pid>/status (NoNewPrivs 1, Seccomp 2,
+// CapEff 0): "" for a worker that showed all three, else what it lacked, one entry per worker
+// start ("<worker path>: <what>"). The launcher skips a mechanism the machine lacks (--policy
+// warn); this is what was actually in force.
+std::vector<std::string> seal_problems();
 
 // Takes every `--worker=PATH` argument out of argv without starting anything (the caller starts
 // them one by one, e.g. to measure the baseline's worker before any other exists).
@@ -58,6 +63,10 @@ void begin_timed(RemoteKernel& k, const AttnParams& p, const JudgeEvents& events
 // The round trip alone: the worker's stream waits for `go` and records `done`, with no call between.
 void begin_handoff(RemoteKernel& k, const JudgeEvents& events);
 TimedResult finish_timed(RemoteKernel& k);
+// How long the judge waits for a worker (ATTNGATE_WORKER_TIMEOUT_S, default 60 s), and the end of
+// a worker that overran it: killed, and started again for the next call.
+double worker_timeout_s();
+void kill_worker(RemoteKernel& k) noexcept;
 // The worker's process id and the hash of its kernel's source folder embedded when it was built.
 int64_t worker_pid(const RemoteKernel& k);
 const std::string& kernel_tree_sha256(const RemoteKernel& k);
