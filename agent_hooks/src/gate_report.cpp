@@ -535,6 +535,24 @@ BestBaselinesInfo best_baselines_info(const BestBaselines& best) {
   return info;
 }
 
+// The judge's clock over the timed scenarios (bench/README.md): the round trip it subtracted and
+// its resolution, the worst scenario's share of its call. "" when no scenario has the figures.
+std::string judge_clock_line(const json& scenarios) {
+  std::optional<double> worst, handoff, solo;
+  std::string where;
+  for (const auto& s : scenarios) {
+    const json& b = s["baseline"];
+    const auto pct = num(b, "judge_resolution_pct");
+    if (!pct) continue;
+    if (!worst || *pct > *worst) worst = pct, where = str(s, "id");
+    handoff = num(b, "handoff_us");
+    solo = num(b, "solo_handoff_us");
+  }
+  if (!worst) return "";
+  return "- the judge's clock: a round trip of " + opt_fmt("%.1f", handoff) + " us subtracted from every call (alone: " +
+         opt_fmt("%.1f", solo) + " us); its resolution at most " + fmt("%.3f", *worst) + " % of a call (" + where + ")\n";
+}
+
 std::string markdown(const json& r, const Reasons& reasons) {
   std::ostringstream md;
   const bool pass = r["verdict"] == "pass";
@@ -550,6 +568,7 @@ std::string markdown(const json& r, const Reasons& reasons) {
      << ")\n";
   md << "- geomean on CUPTI kernel time: " << opt_fmt("%.4fx", num(g, "kernel_speedup"))
      << "; on wall time: " << opt_fmt("%.4fx", num(g, "wall_speedup")) << "\n";
+  md << judge_clock_line(r["scenarios"]);
   if (r.contains("correctness")) {
     const json& c = r["correctness"];
     std::vector<std::string> names;

@@ -100,6 +100,7 @@ json timing(const std::string& name, const Clocks& c) {
           {"reference_handoff_us", c.reference_handoff_us},
           {"solo_handoff_us", c.solo_handoff_us},
           {"judge_resolution_us", 0.45},
+          {"judge_resolution_pct", 100 * 0.00045 / c.event},
           {"event_ms", c.event},
           {"kernel_ms", c.kernel},
           {"span_ms", c.kernel},
@@ -1038,6 +1039,11 @@ TEST_F(ReportPolicy, HonestAAFiguresWithHarnessOverheadPassEveryRule) {
   EXPECT_EQ(j["provenance"]["candidate_tree_sha256"], tree_now());
   EXPECT_NEAR(scenario(j, "gate_a")["floor_ms"].get<double>(), 1e3 * 2.4e11 / 989.5e12, 1e-9);
   EXPECT_NE(test::slurp(gate / "report.md").find("- policy: the candidate runs in a worker process"), std::string::npos);
+  EXPECT_NE(test::slurp(gate / "report.md")
+                .find("- the judge's clock: a round trip of 287.4 us subtracted from every call (alone: 287.4 us); its "
+                      "resolution at most 0.090 % of a call (gate_a)"),
+            std::string::npos)
+      << test::slurp(gate / "report.md");
 
   // An honest candidate twice as fast, at ~97% of the peak, where the wall overhead is 14% of its
   // wall time: still quiet.
