@@ -229,7 +229,8 @@ Timing judged_timing(const bench::KernelTiming& t) {
                               {&Timing::handoff_us, "handoff_us"}, {&Timing::reference_handoff_us, "reference_handoff_us"},
                               {&Timing::solo_handoff_us, "solo_handoff_us"},
                               {&Timing::judge_resolution_us, "judge_resolution_us"},
-                              {&Timing::judge_resolution_pct, "judge_resolution_pct"}})
+                              {&Timing::judge_resolution_pct, "judge_resolution_pct"},
+                              {&Timing::alone_event_ms, "alone_event_ms"}})
     j.*field = t.get(name);
   j.process = t.process;
   j.foreign_kernel_names = t.foreign_kernel_names;
@@ -267,6 +268,7 @@ struct Policy {
   double clock_slack_ms = 0;   // ... plus this, for comparisons of event times (the worker's clocks)
   double wall_slack_ms = 0;    // ... or plus this, for the judge's wall clock (it carries the process round trip)
   double baseline_disturbed_us = 0;  // BASELINE_DISTURBED: the baseline's round trip may move this much
+  double baseline_alone_tolerance = 0;  // ... and its time from its time alone, as a share (0: not judged)
   bool candidate_foreign_fail = true, baseline_foreign_fail = false, nondeterminism_fail = true, sandbox_fail = true;
   // Library-backed controls (the in-process cuDNN kernel): kernels under test that may launch
   // kernels outside their inventory. The shipped gate names none, so a candidate never may.
@@ -297,6 +299,8 @@ Policy read_policy(const Suite& suite, const std::string& suite_file) {
   p.wall_slack_ms = number("wall_slack_ms", kDefaultWallSlackMs, &r.wall_slack_ms, &r.wall_slack_ms_source);
   p.baseline_disturbed_us = number("baseline_disturbed_us", kDefaultBaselineDisturbedUs, &r.baseline_disturbed_us,
                                    &r.baseline_disturbed_us_source);
+  p.baseline_alone_tolerance = number("baseline_alone_tolerance", kDefaultBaselineAloneTolerance,
+                                      &r.baseline_alone_tolerance, &r.baseline_alone_tolerance_source);
   p.candidate_foreign_fail = fail_or_allow("candidate_foreign_kernels", kDefaultCandidateForeignKernels,
                                            &r.candidate_foreign_kernels, &r.candidate_foreign_kernels_source);
   p.baseline_foreign_fail = fail_or_allow("baseline_foreign_kernels", kDefaultBaselineForeignKernels,
@@ -384,6 +388,14 @@ std::string baseline_disturbance(const json& b, const Policy& p) {
                    fmt("%.1f", *solo) + " us measured alone (tolerance " + fmt("%.1f", p.baseline_disturbed_us) + " us)");
   if (gap && *gap > p.baseline_disturbed_us + 50)
     what.push_back("the judge's hold kernel was kept off the GPU for " + fmt("%.1f", *gap) + " us during its calls");
+  if (p.baseline_alone_tolerance > 0) {
+    const auto alone = num(b, "alone_event_ms"), seen_ms = num(b, "event_ms");
+    if (!alone || *alone <= 0)
+      what.push_back("its time alone, before the candidate's worker existed, was not measured");
+    else if (!seen_ms || std::abs(*seen_ms / *alone - 1) > p.baseline_alone_tolerance)
+      what.push_back("its median time was " + opt_fmt("%.4f", seen_ms) + " ms beside the candidate against " +
+                     fmt("%.4f", *alone) + " ms alone (tolerance " + fmt("%.1f", 100 * p.baseline_alone_tolerance) + " %)");
+  }
   return what.empty() ? "" : "the baseline was disturbed while it was timed: " + join(what, "; ") +
                                  " (another context ran on the GPU)";
 }

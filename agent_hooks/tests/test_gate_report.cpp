@@ -60,7 +60,7 @@ struct Clocks {
   std::optional<double> traced_event, traced_wall, cupti_minus_us, fresh_event, fresh_wall;
   // The judge's clock (bench/README.md): the worker's own events (default: the event time), the
   // judge's work before its clock, its hold kernel's longest gap, the round trips.
-  std::optional<double> worker_event;
+  std::optional<double> worker_event, alone_event;  // alone: the baseline before the candidate's worker existed
   double pre = 0.05, hold_gap_us = 2.0, reference_handoff_us = 287.5, solo_handoff_us = 287.4;
   double fresh_calls = 4, isolated = 1;
   std::string process = "worker";
@@ -101,6 +101,7 @@ json timing(const std::string& name, const Clocks& c) {
           {"solo_handoff_us", c.solo_handoff_us},
           {"judge_resolution_us", 0.45},
           {"judge_resolution_pct", 100 * 0.00045 / c.event},
+          {"alone_event_ms", c.alone_event.value_or(c.event)},
           {"event_ms", c.event},
           {"kernel_ms", c.kernel},
           {"span_ms", c.kernel},
@@ -921,7 +922,9 @@ TEST_F(ReportCmd, ReadsWhatTheBenchWrites) {
       }
       m.series.push_back(k);
     }
-    cmp.rows.push_back(bench::comparison_row(s, m, {s.flops(), 989.5}));
+    bench::ComparisonRow row = bench::comparison_row(s, m, {s.flops(), 989.5});
+    row.base.fields.push_back({"alone_event_ms", 1.0001});  // as attngate_bench adds it: the baseline alone
+    cmp.rows.push_back(row);
   }
   test::write_file(gate / "performance.json", bench::to_json(cmp, bench::suite_speedup(cmp)));
   auto r = report();
@@ -1131,9 +1134,19 @@ TEST_F(ReportPolicy, BaselineDisturbedWhenItsRoundTripMovedOrAnotherContextRan) 
   rows = aa_rows();
   rows[2].base.solo_handoff_us = 0;  // the baseline's worker was not the judge's first
   expect_reason(rows, "BASELINE_DISTURBED", {"gate_c"}, "the round trip to the baseline's worker was not measured alone");
-  settings("  baseline_disturbed_us: \"200\"\n");
+  // Work landing inside the baseline's own calls: both its clocks slow alike, its round trip stays.
+  rows = aa_rows();
+  rows[0].base.alone_event = 0.5003 / 1.03;  // 3 % faster alone than beside the candidate
+  expect_reason(rows, "BASELINE_DISTURBED", {"gate_a"},
+                "its median time was 0.5003 ms beside the candidate against 0.4857 ms alone (tolerance 2.0 %)");
+  rows[0].base.alone_event = 0.5003 / 1.019;
+  expect_pass(rows);
+  rows[0].base.alone_event = 0;  // not measured
+  expect_reason(rows, "BASELINE_DISTURBED", {"gate_a"}, "its time alone, before the candidate's worker existed, was not measured");
+  settings("  baseline_disturbed_us: \"200\"\n  baseline_alone_tolerance: \"0\"\n");
   rows = aa_rows();
   rows[1].base.reference_handoff_us = 287.4 + 180;
+  rows[2].base.alone_event = 0;
   expect_pass(rows);
 }
 

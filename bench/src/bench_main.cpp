@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <map>
 #include <optional>
 #include <random>
 #include <string>
@@ -57,6 +58,7 @@ struct Options {
   double clock_tolerance = 0.03;
   double cooldown_s = 2.0;
   double idle_ratio = 0.5;
+  double baseline_alone_s = 0.05;  // per scenario, the baseline alone before any other worker exists (0: not)
   ShardSpec shard;  // --shard=i/N: only this shard of the suite (ci/bench_all_gpus.py, CI matrices)
 };
 
@@ -120,6 +122,10 @@ Options parse_own_flags(int& argc, char** argv) {
   app.add_option("--bootstrap-resamples", o.bootstrap_resamples,
                  "Resamples of the comparison's intervals (default 2000)")
       ->check(kNonNegativeInteger);
+  app.add_option("--baseline-alone-s", o.baseline_alone_s,
+                 "In a comparison whose base runs in the first worker: time the base alone on every scenario for S "
+                 "seconds before any other worker starts (default 0.05; 0: not), for BASELINE_DISTURBED")
+      ->check(kNonNegativeNumber);
   app.add_option("--idle-ratio", o.idle_ratio,
                  "Before each timed call the GPU idles R x the previous call's time (default 0.5), so sustained "
                  "load does not reach the power cap")
@@ -239,6 +245,15 @@ void run_single(benchmark::State& st, Harness& h, const KernelInfo* k, const Sce
   st.SetLabel(kernel_label(m->series[0]));
 }
 
+// The base's median time per scenario measured before any other worker existed (BASELINE_DISTURBED:
+// its times in the comparison must match these). Work queued by another process's context can land
+// inside a long call of the baseline and slow its every clock alike; nothing but this comparison
+// shows that.
+struct BaselineAlone {
+  double event_ms = 0, rel_noise = 0;
+};
+std::map<std::string, BaselineAlone> g_baseline_alone;
+
 void run_compare(benchmark::State& st, Harness& h, const KernelInfo* k, const KernelInfo* base, const Scenario& s,
                  const MeasureOptions& mo, const ReportContext& ctx, int resamples, uint64_t seed) {
   std::optional<Measurement> m;
@@ -263,10 +278,37 @@ void run_compare(benchmark::State& st, Harness& h, const KernelInfo* k, const Ke
   const KernelSeries& ks = m->series[0];
   const KernelSeries& bs = m->series[1];
   ComparisonRow row = comparison_row(s, *m, ctx);
+  if (auto alone = g_baseline_alone.find(s.id); alone != g_baseline_alone.end()) {
+    row.base.fields.push_back({"alone_event_ms", alone->second.event_ms});
+    row.base.fields.push_back({"alone_rel_noise", alone->second.rel_noise});
+  }
   set_fields(st, row.kernel.fields);
   set_fields(st, comparison_fields(ks, bs, ctx, resamples, seed));
   st.SetLabel(k->name + ": " + kernel_label(ks) + " | " + base->name + ": " + kernel_label(bs));
   g_report.rows.push_back(std::move(row));
+}
+
+void measure_baseline_alone(Harness& harness, const KernelInfo& base, const Suite& suite, const Options& opt) {
+  MeasureOptions mo;
+  mo.stop.noise_target = opt.noise_target;
+  mo.stop.time_cap_s = opt.baseline_alone_s;
+  mo.stop.min_samples = 8;
+  mo.warmups = 1;
+  mo.min_traced = mo.max_traced = 0;
+  mo.input_sets = 1;
+  mo.check_timed_run = false;
+  mo.check_every = 0;
+  mo.idle_ratio = opt.idle_ratio;
+  mo.seed = (uint64_t(std::random_device{}()) << 32) ^ std::random_device{}();
+  for (const Scenario& s : suite.scenarios) {
+    if (!wanted(base, suite, s)) continue;
+    try {
+      const Measurement m = harness.measure(s, {&base}, mo);
+      g_baseline_alone[s.id] = {median(m.series[0].event_ms), relative_noise(m.series[0].event_ms)};
+    } catch (const std::exception& e) {
+      std::cerr << "attngate_bench: " << base.name << " alone on " << s.id << ": " << e.what() << "\n";
+    }
+  }
 }
 
 // What the judge saw of the workers' seal, and whether the GPU time-slices the processes' contexts:
@@ -294,14 +336,16 @@ void record_seal_and_time_slicing(SandboxRecord& r) {
 // Starts the workers in the order given. When the comparison's base runs in the first one, the
 // round trip to it is measured before any other worker exists (Harness::calibrate_solo_handoff):
 // the judge's clock then rests on a figure no other process could disturb.
-bool start_workers(const std::vector<std::string>& paths, Harness& harness, const Options& opt) {
+bool start_workers(const std::vector<std::string>& paths, Harness& harness, const Options& opt, const Suite& suite) {
   try {
     for (size_t i = 0; i < paths.size(); ++i) {
       attngate::verify::remote::start_worker(paths[i]);
       const KernelInfo* base = opt.compare_base.empty() ? nullptr : KernelRegistry::instance().find(opt.compare_base);
       if (i != 0 || !base) continue;
       const double ms = harness.calibrate_solo_handoff(*base, 50);
-      if (ms > 0) std::cerr << "attngate_bench: round trip to " << base->name << "'s worker, alone: " << 1e3 * ms << " us\n";
+      if (ms <= 0) continue;  // the base runs in this process
+      std::cerr << "attngate_bench: round trip to " << base->name << "'s worker, alone: " << 1e3 * ms << " us\n";
+      if (opt.baseline_alone_s > 0) measure_baseline_alone(harness, *base, suite, opt);
     }
   } catch (const std::exception& e) {
     std::cerr << "attngate_bench: " << e.what() << "\n";
@@ -346,7 +390,7 @@ int run(int argc, char** argv) {
   }
 
   Harness harness(0);
-  if (!start_workers(workers, harness, opt)) return 2;
+  if (!start_workers(workers, harness, opt, *suite)) return 2;
   const DevicePeak looked_up = lookup_peak(harness.device_name());
   const double peak = opt.peak_tflops > 0 ? opt.peak_tflops : looked_up.bf16_dense_tflops;
   benchmark::AddCustomContext("attngate_device", harness.device_name());

@@ -33,6 +33,9 @@ inline constexpr const char* kDefaultWallSlackMs = "0.3";      // ... or this ma
 // by this many µs (its spread per call was about 0.5 µs on the H200, 2026-12-01; a GPU hog in
 // another process added 180).
 inline constexpr const char* kDefaultBaselineDisturbedUs = "20";
+// ... and its median time in the comparison may differ from its time alone, before the candidate's
+// worker existed, by this share (0: not judged).
+inline constexpr const char* kDefaultBaselineAloneTolerance = "0.02";
 // SANDBOX_UNAVAILABLE: a worker ran without a mechanism of its seal (fail) or the report says so
 // and goes on (allow).
 inline constexpr const char* kDefaultSandbox = "fail";

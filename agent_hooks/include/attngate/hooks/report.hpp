@@ -35,7 +35,7 @@ struct Timing {
   // the worker's own events; the judge's work before its clock; its hold kernel's longest gap; the
   // round trip subtracted and its spread per call (the clock's resolution, also as % of event_ms).
   std::optional<double> judge_ms, worker_event_ms, pre_ms, hold_gap_max_us, handoff_us, reference_handoff_us,
-      solo_handoff_us, judge_resolution_us, judge_resolution_pct;
+      solo_handoff_us, judge_resolution_us, judge_resolution_pct, alone_event_ms;
   std::string process;
   std::vector<std::string> foreign_kernel_names;
 };
@@ -48,7 +48,7 @@ NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(Timing, event_ms, kernel_ms, spa
                                                 fresh_wall_ms, checked_calls, inventory_kernels, foreign_kernels,
                                                 judge_ms, worker_event_ms, pre_ms, hold_gap_max_us, handoff_us,
                                                 reference_handoff_us, solo_handoff_us, judge_resolution_us,
-                                                judge_resolution_pct, process,
+                                                judge_resolution_pct, alone_event_ms, process,
                                                 foreign_kernel_names)
 
 // The fastest library measured on this GPU for a scenario (bench/baselines/<gpu>.json).
@@ -113,8 +113,10 @@ NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(Correctness, suites, scenarios, 
 
 // The gate's policy (README: "Setting targets") as applied, each value with its source.
 struct PolicyRecord {
-  double clock_tolerance = 0, clock_slack_ms = 0, wall_slack_ms = 0, baseline_disturbed_us = 0;
-  std::string clock_tolerance_source, clock_slack_ms_source, wall_slack_ms_source, baseline_disturbed_us_source;
+  double clock_tolerance = 0, clock_slack_ms = 0, wall_slack_ms = 0, baseline_disturbed_us = 0,
+         baseline_alone_tolerance = 0;
+  std::string clock_tolerance_source, clock_slack_ms_source, wall_slack_ms_source, baseline_disturbed_us_source,
+      baseline_alone_tolerance_source;
   std::string candidate_foreign_kernels, baseline_foreign_kernels, nondeterminism, sandbox;  // fail | allow
   std::string candidate_foreign_kernels_source, baseline_foreign_kernels_source, nondeterminism_source,
       sandbox_source;
@@ -123,8 +125,9 @@ struct PolicyRecord {
   std::string clock_rule, plausibility_rule, isolation;
 };
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(PolicyRecord, clock_tolerance, clock_slack_ms, wall_slack_ms,
-                                                baseline_disturbed_us, clock_tolerance_source, clock_slack_ms_source,
-                                                wall_slack_ms_source, baseline_disturbed_us_source,
+                                                baseline_disturbed_us, baseline_alone_tolerance, clock_tolerance_source,
+                                                clock_slack_ms_source, wall_slack_ms_source,
+                                                baseline_disturbed_us_source, baseline_alone_tolerance_source,
                                                 candidate_foreign_kernels, baseline_foreign_kernels, nondeterminism,
                                                 candidate_foreign_kernels_source, baseline_foreign_kernels_source,
                                                 nondeterminism_source, sandbox, sandbox_source, library_controls,
