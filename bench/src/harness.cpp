@@ -348,6 +348,14 @@ void Harness::settle_handoff(std::vector<Contestant>& cs, const std::vector<doub
 // moves the call times), but never more than the baseline's own in this measurement: a round trip
 // alone that was itself disturbed must not make call times shorter than the judge saw. Either
 // difference is BASELINE_DISTURBED's to judge.
+// One pair per kernel in a worker for the harness's life: a worker keeps every event it opened, so
+// a pair made again could come back with the handle of one it already holds.
+IpcEventPair& Harness::events_for(const verify::remote::RemoteKernel* k) {
+  auto& pair = events_[k];
+  if (!pair) pair = std::make_unique<IpcEventPair>();
+  return *pair;
+}
+
 double Harness::subtracted_handoff(double reference_ms) const {
   return solo_handoff_ms_ > 0 ? std::min(solo_handoff_ms_, reference_ms) : reference_ms;
 }
@@ -355,7 +363,7 @@ double Harness::subtracted_handoff(double reference_ms) const {
 double Harness::calibrate_solo_handoff(const KernelInfo& k, int calls) {
   verify::remote::RemoteKernel* remote = verify::remote::find(k);
   if (!remote) return 0;
-  IpcEventPair events;
+  IpcEventPair& events = events_for(remote);
   std::vector<double> judge;
   for (int i = 0; i < calls + 3; ++i) {  // 3 warm-ups
     hold_.hold(stream_);
@@ -495,11 +503,7 @@ Measurement Harness::measure(const Scenario& s, const std::vector<const KernelIn
   // The judge's clock around each worker, and where it keeps the outputs its stop saw.
   for (auto& c : cs) {
     if (!c.remote) continue;
-    // One pair per kernel in a worker for the harness's life: a worker keeps every event it opened,
-    // so a pair made again could come back with the handle of one it already holds.
-    auto& pair = events_[c.remote];
-    if (!pair) pair = std::make_unique<IpcEventPair>();
-    c.events = pair.get();
+    c.events = &events_for(c.remote);
     c.at_stop = std::make_unique<verify::DeviceSnapshot>(verify::make_snapshot(*c.inputs.front()));
   }
   std::vector<bool> remote;

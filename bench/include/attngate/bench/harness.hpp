@@ -202,6 +202,7 @@ class Harness {
   static void record_untraced(KernelSeries& k, const CallTimes& t, bool fresh);
   void settle_handoff(std::vector<Contestant>& cs, const std::vector<double>& handoffs, Measurement& m);
   double subtracted_handoff(double reference_ms) const;
+  IpcEventPair& events_for(const verify::remote::RemoteKernel* k);
   // Checks one call's output against the fp32 reference of its input set, on the device.
   void check_call(Contestant& c, verify::Problem& p, const verify::DeviceTruth& truth, const char* when);
   // One more call of c's kernel through the timed path on its first input set, which holds the
