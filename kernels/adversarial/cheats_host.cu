@@ -202,6 +202,12 @@ ATTNGATE_REGISTER_KERNEL("cheat_hang", "PLANTED HANG: spins (for 120 s, i.e. pas
 
 }  // namespace
 
+// Registers a host-side planted cheat as the catalogue expects it: bf16, head_dim 128, sm_90.
+void register_planted(const char* name, const char* does, attngate::LaunchFn launch) {
+  attngate::KernelRegistry::instance().add(
+      {name, std::string("PLANTED CHEAT: ") + does, {attngate::DType::bf16}, {128}, 90, launch});
+}
+
 // The spin kernel for the other cheat files (a __global__ function cannot cross translation units).
 cudaError_t launch_spin(unsigned long long ns, cudaStream_t stream) {
   spin_kernel<<<1, 1, 0, stream>>>(ns);

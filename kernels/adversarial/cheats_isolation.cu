@@ -29,6 +29,7 @@
 namespace attngate_adversarial {
 
 cudaError_t launch_honest(const AttnParams& p, cudaStream_t stream);  // cheats_host.cu
+void register_planted(const char* name, const char* does, attngate::LaunchFn launch);  // cheats_host.cu
 
 // A stream of the cheat's own, apart from the caller's (cheats_judge.cu uses it too).
 cudaStream_t private_stream() {
@@ -363,9 +364,7 @@ const IsolationCheat kIsolationCheats[] = {
      launch_build_hash_when_verified},
 };
 const bool g_registered = [] {
-  for (const IsolationCheat& c : kIsolationCheats)
-    attngate::KernelRegistry::instance().add(
-        {c.name, std::string("PLANTED CHEAT: ") + c.does, {DType::bf16}, {128}, 90, c.launch});
+  for (const IsolationCheat& c : kIsolationCheats) register_planted(c.name, c.does, c.launch);
   return true;
 }();
 

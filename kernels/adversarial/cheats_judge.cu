@@ -31,6 +31,7 @@ using attngate::DType;
 cudaError_t launch_honest(const AttnParams& p, cudaStream_t stream);  // cheats_host.cu
 cudaError_t launch_spin(unsigned long long ns, cudaStream_t stream);   // cheats_host.cu
 cudaStream_t private_stream();                                         // cheats_isolation.cu
+void register_planted(const char* name, const char* does, attngate::LaunchFn launch);  // cheats_host.cu
 
 namespace {
 
@@ -199,9 +200,7 @@ const JudgeCheat kJudgeCheats[] = {
 };
 const bool g_registered = [] {
   (void)g_probed_early;
-  for (const JudgeCheat& c : kJudgeCheats)
-    attngate::KernelRegistry::instance().add(
-        {c.name, std::string("PLANTED CHEAT: ") + c.does, {DType::bf16}, {128}, 90, c.launch});
+  for (const JudgeCheat& c : kJudgeCheats) register_planted(c.name, c.does, c.launch);
   return true;
 }();
 
