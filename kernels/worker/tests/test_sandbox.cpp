@@ -18,6 +18,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <initializer_list>
 #include <map>
 #include <sstream>
 #include <string>
@@ -44,6 +45,11 @@ struct Outcome {
     return it == lines.end() ? "<missing>" : it->second;
   }
 };
+
+// Each named attempt of the probe child ended as expected ("ok", "EACCES", "EPERM", ...).
+void expect_outcomes(const Outcome& r, std::initializer_list<std::pair<const char*, const char*>> want) {
+  for (const auto& [attempt, result] : want) EXPECT_EQ(r.at(attempt), result) << attempt;
+}
 
 std::string slurp(const fs::path& p) {
   std::ifstream f(p);
@@ -202,13 +208,15 @@ TEST_F(Sandbox, ReadsNoKeyButItsOwnProcAndTheSystem) {
   SKIP_WITHOUT_SEAL();
   std::ofstream(tmp_ / "key") << "secret\n";
   const Outcome r = probe({"key=" + (tmp_ / "key").string()});
-  EXPECT_EQ(r.at("read_key"), "EACCES");
-  EXPECT_EQ(r.at("read_proc_self_maps"), "ok");
-  EXPECT_EQ(r.at("read_proc_self_status"), "ok");
-  EXPECT_EQ(r.at("write_task_comm"), "ok");
-  EXPECT_EQ(r.at("read_etc"), "ok");
-  EXPECT_EQ(r.at("read_proc_cpuinfo"), "ok");
-  EXPECT_EQ(r.at("list_dev"), "ok");
+  expect_outcomes(r, {
+                        {"read_key", "EACCES"},
+                        {"read_proc_self_maps", "ok"},
+                        {"read_proc_self_status", "ok"},
+                        {"write_task_comm", "ok"},
+                        {"read_etc", "ok"},
+                        {"read_proc_cpuinfo", "ok"},
+                        {"list_dev", "ok"}
+                    });
 }
 
 TEST_F(Sandbox, NoRawDisk) {
@@ -230,53 +238,63 @@ TEST_F(Sandbox, NoRawDisk) {
 TEST_F(Sandbox, OtherProcessesAreOutOfReach) {
   SKIP_WITHOUT_SEAL();
   const Outcome r = probe({"other=" + std::to_string(other_)});
-  EXPECT_EQ(r.at("proc_other_fd"), "EACCES");
-  EXPECT_EQ(r.at("proc_other_status"), "EACCES");
-  EXPECT_EQ(r.at("list_proc"), "EACCES");
-  EXPECT_EQ(r.at("kill_other"), "EPERM");
+  expect_outcomes(r, {
+                        {"proc_other_fd", "EACCES"},
+                        {"proc_other_status", "EACCES"},
+                        {"list_proc", "EACCES"},
+                        {"kill_other", "EPERM"}
+                    });
   EXPECT_TRUE(alive(other_));
-  EXPECT_EQ(r.at("ptrace_other"), "EPERM");
-  EXPECT_EQ(r.at("vm_read_other"), "EPERM");
-  EXPECT_EQ(r.at("pidfd_open_other"), "EPERM");
-  EXPECT_EQ(r.at("setpriority_other"), "EPERM");
-  EXPECT_EQ(r.at("prlimit_other"), "EPERM");
-  EXPECT_EQ(r.at("affinity_other"), "EPERM");
+  expect_outcomes(r, {
+                        {"ptrace_other", "EPERM"},
+                        {"vm_read_other", "EPERM"},
+                        {"pidfd_open_other", "EPERM"},
+                        {"setpriority_other", "EPERM"},
+                        {"prlimit_other", "EPERM"},
+                        {"affinity_other", "EPERM"}
+                    });
 }
 
 TEST_F(Sandbox, SignalsOnlyItself) {
   SKIP_WITHOUT_SEAL();
   const Outcome r = probe({});
-  EXPECT_EQ(r.at("kill_self0"), "ok");
-  EXPECT_EQ(r.at("raise_self"), "ok");
-  EXPECT_EQ(r.at("kill_group0"), "EPERM");
-  EXPECT_EQ(r.at("kill_all0"), "EPERM");
+  expect_outcomes(r, {
+                        {"kill_self0", "ok"},
+                        {"raise_self", "ok"},
+                        {"kill_group0", "EPERM"},
+                        {"kill_all0", "EPERM"}
+                    });
 }
 
 TEST_F(Sandbox, ThreadsButNoProcesses) {
   SKIP_WITHOUT_SEAL();
   const std::string marker = "attngate_sandbox_marker_" + std::to_string(::getpid());
   const Outcome r = probe({"marker=" + marker});
-  EXPECT_EQ(r.at("fork"), "EPERM");
-  EXPECT_EQ(r.at("vfork"), "EPERM");
-  EXPECT_EQ(r.at("clone3"), "ENOSYS");
-  EXPECT_EQ(r.at("thread"), "ok");
-  EXPECT_EQ(r.at("unshare_user"), "EPERM");
-  EXPECT_EQ(r.at("spawn_detached"), "EPERM");
+  expect_outcomes(r, {
+                        {"fork", "EPERM"},
+                        {"vfork", "EPERM"},
+                        {"clone3", "ENOSYS"},
+                        {"thread", "ok"},
+                        {"unshare_user", "EPERM"},
+                        {"spawn_detached", "EPERM"}
+                    });
   EXPECT_EQ(count_marked(marker), 0);
 }
 
 TEST_F(Sandbox, NoPrioritiesButItsOwnNoTerminalNoKernel) {
   SKIP_WITHOUT_SEAL();
   const Outcome r = probe({});
-  EXPECT_EQ(r.at("setpriority_self"), "ok");
-  EXPECT_EQ(r.at("setpriority_own_pid"), "ok");
-  EXPECT_EQ(r.at("setpriority_user"), "EPERM");
-  EXPECT_EQ(r.at("getrlimit_self"), "ok");
-  EXPECT_EQ(r.at("prlimit_scan"), "ok");
-  EXPECT_EQ(r.at("tiocsti"), "EPERM");
-  EXPECT_EQ(r.at("io_uring_setup"), "EPERM");
-  EXPECT_EQ(r.at("userfaultfd"), "EPERM");
-  EXPECT_EQ(r.at("bpf"), "EPERM");
+  expect_outcomes(r, {
+                        {"setpriority_self", "ok"},
+                        {"setpriority_own_pid", "ok"},
+                        {"setpriority_user", "EPERM"},
+                        {"getrlimit_self", "ok"},
+                        {"prlimit_scan", "ok"},
+                        {"tiocsti", "EPERM"},
+                        {"io_uring_setup", "EPERM"},
+                        {"userfaultfd", "EPERM"},
+                        {"bpf", "EPERM"}
+                    });
 }
 
 TEST_F(Sandbox, NoNetworkNoAbstractSockets) {
@@ -298,9 +316,11 @@ TEST_F(Sandbox, NoNetworkNoAbstractSockets) {
   ASSERT_EQ(::bind(u, reinterpret_cast<sockaddr*>(&ua), socklen_t(offsetof(sockaddr_un, sun_path) + 1 + name.size())), 0);
   ASSERT_EQ(::listen(u, 1), 0);
   const Outcome r = probe({"tcp_port=" + std::to_string(ntohs(a.sin_port)), "abstract=" + name});
-  EXPECT_EQ(r.at("tcp_connect"), "EACCES");
-  EXPECT_EQ(r.at("tcp_bind"), "EACCES");
-  EXPECT_EQ(r.at("abstract_connect"), "EPERM");
+  expect_outcomes(r, {
+                        {"tcp_connect", "EACCES"},
+                        {"tcp_bind", "EACCES"},
+                        {"abstract_connect", "EPERM"}
+                    });
   ::close(l);
   ::close(u);
 }
@@ -320,8 +340,10 @@ TEST_F(Sandbox, StatusShowsTheSeal) {
 TEST_F(Sandbox, StaticInitializersRunSealed) {
   SKIP_WITHOUT_SEAL();
   const Outcome r = probe({}, {"ATTNGATE_PROBE_STATIC_OUTSIDE=" + (tmp_ / "static.txt").string()});
-  EXPECT_EQ(r.at("static_write_outside"), "EACCES");
-  EXPECT_EQ(r.at("static_seccomp"), "2");
+  expect_outcomes(r, {
+                        {"static_write_outside", "EACCES"},
+                        {"static_seccomp", "2"}
+                    });
   EXPECT_FALSE(fs::exists(tmp_ / "static.txt"));
 }
 
