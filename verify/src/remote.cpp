@@ -438,9 +438,11 @@ void begin_timed(RemoteKernel& k, const AttnParams& p, const JudgeEvents& events
   const worker::Reply enqueued = k.worker->receive();
   if (!enqueued.enqueued) {
     // The worker failed before its stream waited for the go event; its reply is the only one.
-    const cudaError_t e = launch_status(k, enqueued);
-    throw std::runtime_error("kernel '" + k.name + "' could not enqueue a timed call: " +
-                             (e != cudaSuccess ? std::string(cudaGetErrorName(e)) + ": " : std::string()) + enqueued.error);
+    std::string why = enqueued.error;
+    if (enqueued.cuda_status != 0)
+      why = std::string(cudaGetErrorName(cudaError_t(enqueued.cuda_status))) + (why.empty() ? "" : ": " + why);
+    throw std::runtime_error("kernel '" + k.name + "' in worker " + k.worker->path() +
+                             " could not enqueue a timed call: " + why);
   }
 }
 

@@ -10,6 +10,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "attngate/registry.hpp"
 #include "attngate/verify/remote.hpp"
 
 namespace {
@@ -74,6 +75,61 @@ TEST(RemoteWorker, AWorkerWithoutItsSandboxLauncherIsRefused) {
   ::setenv("ATTNGATE_SANDBOX", "off", 1);
   EXPECT_NE(what.find("no sandbox launcher"), std::string::npos) << what;
   EXPECT_NE(what.find("attngate_sandbox"), std::string::npos) << what;
+}
+
+// A fake worker of protocol 2 offering one kernel, which answers every timed request with `timed`
+// (lines of its replies, as the shell writes them) and everything else with nothing.
+std::string timed_worker(const std::string& name, const std::string& timed) {
+  const std::string hello = "{\"ok\":true,\"protocol\":2,\"kernel_tree_sha256\":\"\",\"kernels\":[{\"name\":\"" + name +
+                            "\",\"description\":\"fake\",\"dtypes\":[0],\"head_dims\":[128],\"min_sm\":90}]}";
+  return fake_worker(name, "read line <&3; echo '" + hello + "' >&4\n"
+                           "while IFS= read -r line <&3; do case \"$line\" in *'\"op\":\"timed\"'*) " + timed +
+                           " ;; esac; done");
+}
+
+attngate::verify::remote::RemoteKernel& started(const std::string& path, const std::string& name) {
+  attngate::verify::remote::start_worker(path);
+  fs::remove(path);
+  auto* k = attngate::verify::remote::find(attngate::KernelRegistry::instance().get(name));
+  if (!k) throw std::runtime_error(name + " is not a remote kernel");
+  return *k;
+}
+
+// The timed call's two replies (kernels/worker/README.md, protocol 2): enqueued, then the worker's
+// own figures; a worker that could not enqueue, or never finishes, is an error, never a hang.
+TEST(RemoteWorker, ATimedCallIsAnsweredTwice) {
+  using namespace attngate::verify::remote;
+  const JudgeEvents events{std::string(128, 'a'), std::string(128, 'b')};
+  RemoteKernel& ok = started(timed_worker("fake_two_replies", "echo '{\"ok\":true,\"enqueued\":true}' >&4; "
+                                                              "echo '{\"ok\":true,\"event_ms\":0.25}' >&4"),
+                             "fake_two_replies");
+  begin_timed(ok, attngate::AttnParams{}, events, false, 1);
+  EXPECT_DOUBLE_EQ(finish_timed(ok).event_ms, 0.25);
+
+  RemoteKernel& refused = started(
+      timed_worker("fake_not_enqueued", "echo '{\"ok\":false,\"enqueued\":false,\"error\":\"bad IPC handle\"}' >&4"),
+      "fake_not_enqueued");
+  try {
+    begin_timed(refused, attngate::AttnParams{}, events, false, 2);
+    ADD_FAILURE() << "a worker that could not enqueue was not an error";
+  } catch (const std::exception& e) {
+    EXPECT_NE(std::string(e.what()).find("could not enqueue a timed call"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("bad IPC handle"), std::string::npos) << e.what();
+  }
+
+  ::setenv("ATTNGATE_WORKER_TIMEOUT_S", "1", 1);
+  RemoteKernel& mute = started(timed_worker("fake_never_done", "echo '{\"ok\":true,\"enqueued\":true}' >&4"),
+                               "fake_never_done");
+  const auto t0 = std::chrono::steady_clock::now();
+  begin_timed(mute, attngate::AttnParams{}, events, false, 3);
+  try {
+    finish_timed(mute);
+    ADD_FAILURE() << "a worker that never finished was not an error";
+  } catch (const std::exception& e) {
+    EXPECT_NE(std::string(e.what()).find("no reply within 1 s"), std::string::npos) << e.what();
+  }
+  ::unsetenv("ATTNGATE_WORKER_TIMEOUT_S");
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), 10.0);
 }
 
 }  // namespace
