@@ -590,7 +590,17 @@ class Checker {
 
 // ---- The catalogue check (CPU) -----------------------------------------------------------------
 
-int check_catalogue(const std::vector<Entry>& cat, const fs::path& scenario_dir, const std::string& expect_tests) {
+// The comma-separated names of `list` as a set.
+std::set<std::string> name_set(const std::string& list) {
+  std::set<std::string> out;
+  std::stringstream ss(list);
+  for (std::string t; std::getline(ss, t, ',');)
+    if (!t.empty()) out.insert(t);
+  return out;
+}
+
+int check_catalogue(const std::vector<Entry>& cat, const fs::path& scenario_dir, const std::string& expect_tests,
+                    const std::string& expect_pass) {
   std::vector<std::string> problems;
   std::map<std::string, attngate::Scenario> scenarios;
   for (const auto& suite : attngate::load_suite_dir(scenario_dir)) {
@@ -655,10 +665,17 @@ int check_catalogue(const std::vector<Entry>& cat, const fs::path& scenario_dir,
     ++cheats;
     if (!names.count(k->name)) problems.push_back(k->name + ": registered but not in the catalogue");
   }
-  std::set<std::string> tests;
-  std::stringstream ss(expect_tests);
-  for (std::string t; std::getline(ss, t, ',');)
-    if (!t.empty()) tests.insert(t);
+  const std::set<std::string> tests = name_set(expect_tests);
+  // The entries that must pass their gate stage run alone on the GPU (CMake's RUN_SERIAL list).
+  std::set<std::string> pass;
+  for (const auto& e : cat)
+    if (e.gate_code == "PASS") pass.insert(e.name);
+  if (const std::set<std::string> serial = name_set(expect_pass); serial != pass) {
+    for (const auto& n : pass)
+      if (!serial.count(n)) problems.push_back(n + ": gate_code PASS, but CMake does not run adversarial." + n + " alone");
+    for (const auto& n : serial)
+      if (!pass.count(n)) problems.push_back(n + ": CMake runs it alone, but its gate_code is not PASS");
+  }
   if (tests != names) {
     for (const auto& n : names)
       if (!tests.count(n)) problems.push_back(n + ": in the catalogue but CMake registers no adversarial." + n);
@@ -690,7 +707,7 @@ std::string no_gpu_reason() {
 
 int main(int argc, char** argv) {
   Paths p;
-  std::string cheat, expect_tests;
+  std::string cheat, expect_tests, expect_pass;
   bool check = false;
   bool no_device_check = false;
   CLI::App app{"attngate_adversarial: proves that attngate catches a planted cheat of kernels/adversarial/cheats.yaml "
@@ -712,6 +729,7 @@ int main(int argc, char** argv) {
   app.add_flag("--check-catalogue", check,
                "CPU: check the catalogue against the registered cheat_*/control_* kernels and --expect-tests");
   app.add_option("--expect-tests", expect_tests, "A,B,...: the adversarial.<name> tests CMake registered");
+  app.add_option("--expect-pass", expect_pass, "A,B,...: the entries CMake runs alone (RUN_SERIAL): those whose gate_code is PASS");
   app.add_flag("--no-device-check", no_device_check, "Run without a GPU (only the driver's own test, with fake tools)");
   try {
     app.parse(argc, argv);
@@ -734,7 +752,7 @@ int main(int argc, char** argv) {
   p.work = work;
   try {
     const std::vector<Entry> cat = load_catalogue(p.catalogue);
-    if (check) return check_catalogue(cat, p.scenarios, expect_tests);
+    if (check) return check_catalogue(cat, p.scenarios, expect_tests, expect_pass);
     auto it = std::find_if(cat.begin(), cat.end(), [&](const Entry& e) { return e.name == cheat; });
     if (it == cat.end()) {
       std::cerr << "attngate_adversarial: '" << cheat << "' is not in " << p.catalogue << "\n";
