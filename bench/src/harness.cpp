@@ -240,7 +240,7 @@ Harness::CallTimes Harness::remote_call(Contestant& c, verify::Problem& p, bool 
     verify::remote::begin_timed(*c.remote, p.params, c.events->handles(), traced, call_id);
   } catch (...) {
     hold_.release();
-    cudaStreamSynchronize(stream_);  // already failing; the worker's error is the one to report
+    (void)cudaStreamSynchronize(stream_);  // already failing: the worker's error is the one to report
     throw;
   }
   ATTNGATE_CUDA_CHECK(cudaStreamWaitEvent(stream_, c.events->done(), 0));
@@ -268,7 +268,6 @@ Harness::CallTimes Harness::remote_call(Contestant& c, verify::Problem& p, bool 
   return out;
 }
 
-// What the judge's stop saw must be the call's whole output: nothing unwritten, nothing written later.
 // The judge's stream waits for the worker's done event; a worker whose call never ends must not
 // hang the judge. Past the worker timeout the worker is killed and the run ends (the stream waits
 // on an event that will never come, so nothing more can be timed on it): the gate then has no
@@ -290,6 +289,7 @@ void Harness::wait_for_stop(Contestant& c) {
   }
 }
 
+// What the judge's stop saw must be the call's whole output: nothing unwritten, nothing written later.
 // The NaN count comes first and the comparison with the snapshot last, so that an output changed
 // between the two still differs from what the stop saw.
 void Harness::check_at_stop(Contestant& c, verify::Problem& p) {
