@@ -42,13 +42,15 @@ cudaStream_t private_stream() {
 }
 
 namespace {
+int blocks_for(int64_t n) { return int(std::min<int64_t>((n + 255) / 256, 4096)); }
+__global__ void copy_kernel(const uint32_t* in, uint32_t* out, int64_t n) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x)
+    out[i] = in[i];
+}
+}  // namespace
 
-int64_t q_elems(const AttnParams& p) { return int64_t(p.batch) * p.seqlen_q * p.heads_q * p.head_dim; }
-int64_t kv_elems(const AttnParams& p) { return int64_t(p.batch) * p.seqlen_k * p.heads_kv * p.head_dim; }
-int64_t lse_elems(const AttnParams& p) { return int64_t(p.batch) * p.heads_q * p.seqlen_q; }
-int blocks(int64_t n) { return int(std::min<int64_t>((n + 255) / 256, 4096)); }
-
-// A private device buffer per (purpose, size), kept for the life of the process.
+// A private device buffer per (purpose, size), kept for the life of the process (cheats_worker.cu
+// uses it and copy_async too).
 void* scratch(int purpose, size_t bytes) {
   static std::mutex mu;
   static std::map<std::pair<int, size_t>, void*> buffers;
@@ -58,15 +60,17 @@ void* scratch(int purpose, size_t bytes) {
   return p;
 }
 
-__global__ void copy_kernel(const uint32_t* in, uint32_t* out, int64_t n) {
-  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x)
-    out[i] = in[i];
-}
 cudaError_t copy_async(void* dst, const void* src, size_t bytes, cudaStream_t s) {
   const int64_t n = int64_t(bytes / 4);
-  copy_kernel<<<blocks(n), 256, 0, s>>>(static_cast<const uint32_t*>(src), static_cast<uint32_t*>(dst), n);
+  copy_kernel<<<blocks_for(n), 256, 0, s>>>(static_cast<const uint32_t*>(src), static_cast<uint32_t*>(dst), n);
   return cudaGetLastError();
 }
+
+namespace {
+
+int64_t q_elems(const AttnParams& p) { return int64_t(p.batch) * p.seqlen_q * p.heads_q * p.head_dim; }
+int64_t kv_elems(const AttnParams& p) { return int64_t(p.batch) * p.seqlen_k * p.heads_kv * p.head_dim; }
+int64_t lse_elems(const AttnParams& p) { return int64_t(p.batch) * p.heads_q * p.seqlen_q; }
 
 __global__ void fill_kernel(uint16_t* o, int64_t n, uint16_t v, float* lse, int64_t nl, float lv) {
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x) o[i] = v;
@@ -173,7 +177,7 @@ cudaError_t launch_content_cache(const AttnParams& p, cudaStream_t s) {
 // ---- Garbage, identity and precision downgrade -----------------------------------------------
 // O := 0 and LSE := 0, written by a kernel: fast, finite, wrong.
 cudaError_t launch_zeros(const AttnParams& p, cudaStream_t s) {
-  fill_kernel<<<blocks(q_elems(p)), 256, 0, s>>>(static_cast<uint16_t*>(p.o), q_elems(p), 0, p.lse, lse_elems(p), 0.f);
+  fill_kernel<<<blocks_for(q_elems(p)), 256, 0, s>>>(static_cast<uint16_t*>(p.o), q_elems(p), 0, p.lse, lse_elems(p), 0.f);
   return cudaGetLastError();
 }
 // O := V of the same position (an "identity" that is right only for one-key rows), LSE := 0.
@@ -183,7 +187,7 @@ __global__ void identity_kernel(const uint16_t* v, uint16_t* o, int64_t n, int64
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < nl; i += int64_t(gridDim.x) * blockDim.x) lse[i] = 0.f;
 }
 cudaError_t launch_identity(const AttnParams& p, cudaStream_t s) {
-  identity_kernel<<<blocks(q_elems(p)), 256, 0, s>>>(static_cast<const uint16_t*>(p.v), static_cast<uint16_t*>(p.o),
+  identity_kernel<<<blocks_for(q_elems(p)), 256, 0, s>>>(static_cast<const uint16_t*>(p.v), static_cast<uint16_t*>(p.o),
                                                      q_elems(p), kv_elems(p), p.lse, lse_elems(p));
   return cudaGetLastError();
 }
@@ -197,8 +201,8 @@ cudaError_t launch_fp8_scores(const AttnParams& p, cudaStream_t s) {
   auto* q8 = static_cast<__nv_bfloat16*>(scratch(1, qb));
   auto* k8 = static_cast<__nv_bfloat16*>(scratch(2, kb));
   if (!q8 || !k8) return cudaErrorMemoryAllocation;
-  to_fp8_kernel<<<blocks(q_elems(p)), 256, 0, s>>>(static_cast<const __nv_bfloat16*>(p.q), q8, q_elems(p));
-  to_fp8_kernel<<<blocks(kv_elems(p)), 256, 0, s>>>(static_cast<const __nv_bfloat16*>(p.k), k8, kv_elems(p));
+  to_fp8_kernel<<<blocks_for(q_elems(p)), 256, 0, s>>>(static_cast<const __nv_bfloat16*>(p.q), q8, q_elems(p));
+  to_fp8_kernel<<<blocks_for(kv_elems(p)), 256, 0, s>>>(static_cast<const __nv_bfloat16*>(p.k), k8, kv_elems(p));
   AttnParams r = p;
   r.q = q8;
   r.k = k8;
@@ -273,7 +277,7 @@ cudaError_t launch_wrong_after_first_call(const AttnParams& p, cudaStream_t s) {
     n = ++calls[p.o];
   }
   if (const cudaError_t e = launch_honest(p, s); e != cudaSuccess || n == 1) return e;
-  scale_o_kernel<<<blocks(q_elems(p)), 256, 0, s>>>(static_cast<__nv_bfloat16*>(p.o), q_elems(p));
+  scale_o_kernel<<<blocks_for(q_elems(p)), 256, 0, s>>>(static_cast<__nv_bfloat16*>(p.o), q_elems(p));
   return cudaGetLastError();
 }
 

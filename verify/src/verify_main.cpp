@@ -33,6 +33,7 @@
 #include "attngate/verify/remote.hpp"
 #include "attngate/verify/result_document.hpp"
 #include "attngate/verify/verify_case.hpp"
+#include "attngate/worker/libraries.hpp"
 
 #ifndef ATTNGATE_DEFAULT_SCENARIO_DIR
 #error "ATTNGATE_DEFAULT_SCENARIO_DIR must be defined by the build"
@@ -438,15 +439,11 @@ std::string join(const std::vector<std::string>& v, const char* sep = ";") {
 
 // The worker library that holds kernel k: planted cheats live in the adversarial library's worker,
 // every other kernel in the worker named after it (kernels/worker/CMakeLists.txt).
-std::string worker_lib(const std::string& k) {
-  return k.rfind("cheat_", 0) == 0 || k.rfind("control_", 0) == 0 ? "adversarial" : k;
-}
-
 // `--worker=` arguments for the workers holding `kernels`.
 std::vector<std::string> worker_args(const std::filesystem::path& dir, const std::vector<std::string>& kernels) {
   std::vector<std::string> out;
   for (const auto& k : kernels) {
-    const std::string arg = "--worker=" + (dir / ("attngate_worker_" + worker_lib(k))).string();
+    const std::string arg = "--worker=" + (dir / ("attngate_worker_" + attngate::worker::library_of(k))).string();
     if (std::find(out.begin(), out.end(), arg) == out.end()) out.push_back(arg);
   }
   return out;
@@ -517,7 +514,7 @@ void emit_ctest(const Options& opt) {
     return std::find(checked.begin(), checked.end(), suite) != checked.end();
   };
   auto has_worker = [&](const std::string& k) {
-    return std::find(opt.worker_libs.begin(), opt.worker_libs.end(), worker_lib(k)) != opt.worker_libs.end();
+    return std::find(opt.worker_libs.begin(), opt.worker_libs.end(), attngate::worker::library_of(k)) != opt.worker_libs.end();
   };
 
   // The gate (agent_hooks/README.md): one CTest run of `-L gate` verifies the kernel under test on

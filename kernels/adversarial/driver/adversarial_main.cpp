@@ -44,6 +44,7 @@
 #include "attngate/registry.hpp"
 #include "attngate/scenario.hpp"
 #include "attngate/verify/gpu_pinning.hpp"
+#include "attngate/worker/libraries.hpp"
 
 namespace {
 
@@ -72,6 +73,8 @@ struct SanitizerExpect {
 struct Entry {
   std::string name, does, gate_code;  // gate_code: PASS, or codes the report must give ("A|B": either)
   std::optional<double> gate_max_speedup;  // PASS entries: the geomean may not exceed this
+  std::optional<double> gate_min_speedup;  // PASS entries: nor fall below this (the fast honest control)
+  bool own_worker = false;                 // registered only in a worker of its own, not in-process
   std::vector<std::string> gate_ignore;    // codes the gate stage leaves out (a slow control's speed)
   bool optional = false;                   // a kernel not every build has (cudnn): no test without it
   std::optional<VerifyExpect> verify;
@@ -105,7 +108,7 @@ std::vector<Entry> load_catalogue(const fs::path& file) {
   only_keys(root, {"cheats"}, "the top level");
   std::vector<Entry> out;
   for (const YAML::Node& c : root["cheats"]) {
-    only_keys(c, {"name", "does", "gate_code", "gate_max_speedup", "gate_ignore", "optional", "verify", "bench",
+    only_keys(c, {"name", "does", "gate_code", "gate_max_speedup", "gate_min_speedup", "gate_ignore", "optional", "own_worker", "verify", "bench",
                   "sanitizer"},
               "an entry");
     Entry e;
@@ -113,6 +116,8 @@ std::vector<Entry> load_catalogue(const fs::path& file) {
     e.does = c["does"] ? c["does"].as<std::string>() : "";
     e.gate_code = c["gate_code"] ? c["gate_code"].as<std::string>() : "";
     if (c["gate_max_speedup"]) e.gate_max_speedup = c["gate_max_speedup"].as<double>();
+    if (c["gate_min_speedup"]) e.gate_min_speedup = c["gate_min_speedup"].as<double>();
+    e.own_worker = c["own_worker"] && c["own_worker"].as<bool>();
     e.gate_ignore = strings(c["gate_ignore"]);
     e.optional = c["optional"] && c["optional"].as<bool>();
     if (const YAML::Node v = c["verify"]) {
@@ -230,15 +235,14 @@ struct Paths {
   fs::path workers, attngate, source;  // the isolated judge: worker folder, the report tool, the repository
 };
 
-// The judge's --worker arguments for a kernel and the baseline: planted cheats live in the
-// adversarial library's worker, every other kernel in the worker named after it. The baseline's
+// The judge's --worker arguments for a kernel and the baseline, each in the worker that holds it
+// (attngate::worker::library_of). The baseline's
 // worker comes first, as in the gate, so its round trip is measured before any other worker exists.
 std::vector<std::string> worker_args(const Paths& p, const std::string& kernel) {
   if (p.workers.empty()) return {};
   std::vector<std::string> out;
   for (const std::string& k : {std::string("initial"), kernel}) {
-    const std::string lib = k.rfind("cheat_", 0) == 0 || k.rfind("control_", 0) == 0 ? "adversarial" : k;
-    const std::string arg = "--worker=" + (p.workers / ("attngate_worker_" + lib)).string();
+    const std::string arg = "--worker=" + (p.workers / ("attngate_worker_" + attngate::worker::library_of(k))).string();
     if (std::find(out.begin(), out.end(), arg) == out.end()) out.push_back(arg);
   }
   return out;
@@ -567,6 +571,9 @@ class Checker {
       else caught_.push_back("gate: pass, geomean " + std::to_string(speedup) + "x");
       if (e_.gate_max_speedup && speedup > *e_.gate_max_speedup)
         fail("gate: geomean " + std::to_string(speedup) + "x above " + std::to_string(*e_.gate_max_speedup));
+      if (e_.gate_min_speedup && speedup < *e_.gate_min_speedup)
+        fail("gate: geomean " + std::to_string(speedup) + "x below " + std::to_string(*e_.gate_min_speedup) +
+             ": the gate fails an honest fast kernel");
       return;
     }
     std::stringstream alternatives(e_.gate_code);
@@ -599,6 +606,28 @@ std::set<std::string> name_set(const std::string& list) {
   return out;
 }
 
+// The README's table of the catalogue (kernels/adversarial/README.md holds exactly this;
+// unit.adversarial.readme_table checks it).
+std::string render_table(const std::vector<Entry>& cat) {
+  std::ostringstream out;
+  out << "| kernel | what it does | stages (verify, bench, sanitizer expectations) | gate code |\n"
+      << "| --- | --- | --- | --- |\n";
+  for (const Entry& e : cat) {
+    std::vector<std::string> stages;
+    if (e.verify) stages.push_back("verify: " + e.verify->expect);
+    if (e.bench) stages.push_back("bench: " + e.bench->expect);
+    if (e.sanitizer) stages.push_back(e.sanitizer->tool + ": " + e.sanitizer->expect);
+    std::string joined, code = e.gate_code;
+    for (const auto& st : stages) joined += (joined.empty() ? "" : "; ") + st;
+    for (size_t at; (at = code.find('|')) != std::string::npos;) code.replace(at, 1, " or ");
+    std::string kernel = "`" + e.name + "`";
+    if (e.optional) kernel += " (when built)";
+    if (e.own_worker) kernel += " (own worker)";
+    out << "| " << kernel << " | " << e.does << " | " << joined << " | " << code << " |\n";
+  }
+  return out.str();
+}
+
 int check_catalogue(const std::vector<Entry>& cat, const fs::path& scenario_dir, const std::string& expect_tests,
                     const std::string& expect_pass) {
   std::vector<std::string> problems;
@@ -612,6 +641,14 @@ int check_catalogue(const std::vector<Entry>& cat, const fs::path& scenario_dir,
   for (const Entry& e : cat) {
     if (!names.insert(e.name).second) problems.push_back(e.name + ": listed twice");
     const attngate::KernelInfo* k = reg.find(e.name);
+    if (e.own_worker) {  // in no in-process binary: its worker's library must be its own
+      if (k) problems.push_back(e.name + ": own_worker, but linked into the in-process tools too");
+      if (attngate::worker::library_of(e.name) == "adversarial")
+        problems.push_back(e.name + ": own_worker, but attngate::worker::library_of puts it in the adversarial worker");
+      if (!e.verify && !e.bench) problems.push_back(e.name + ": neither verify nor bench");
+      if (e.gate_code.empty()) problems.push_back(e.name + ": no gate_code");
+      continue;
+    }
     if (!k && e.optional) {
       names.erase(e.name);  // not built here: CMake registers no test for it either
       continue;
@@ -728,6 +765,8 @@ int main(int argc, char** argv) {
   app.add_option("--source-dir", source, "The repository the gate stage's report hashes");
   app.add_flag("--check-catalogue", check,
                "CPU: check the catalogue against the registered cheat_*/control_* kernels and --expect-tests");
+  bool table = false;
+  app.add_flag("--render-table", table, "Print the README's markdown table of the catalogue and exit");
   app.add_option("--expect-tests", expect_tests, "A,B,...: the adversarial.<name> tests CMake registered");
   app.add_option("--expect-pass", expect_pass, "A,B,...: the entries CMake runs alone (RUN_SERIAL): those whose gate_code is PASS");
   app.add_flag("--no-device-check", no_device_check, "Run without a GPU (only the driver's own test, with fake tools)");
@@ -753,6 +792,10 @@ int main(int argc, char** argv) {
   try {
     const std::vector<Entry> cat = load_catalogue(p.catalogue);
     if (check) return check_catalogue(cat, p.scenarios, expect_tests, expect_pass);
+    if (table) {
+      std::cout << render_table(cat);
+      return 0;
+    }
     auto it = std::find_if(cat.begin(), cat.end(), [&](const Entry& e) { return e.name == cheat; });
     if (it == cat.end()) {
       std::cerr << "attngate_adversarial: '" << cheat << "' is not in " << p.catalogue << "\n";

@@ -1,0 +1,22 @@
+// Which worker holds a kernel: the one rule the judges (attngate_verify's gate graph, the
+// adversarial driver) use to name `attngate_worker_<library>` for a registered kernel. Every kernel
+// library gets a worker of its own name (kernels/worker/CMakeLists.txt); the planted cheats and
+// controls live in the adversarial library's worker, except those that must not share it: a cheat
+// that interposes on the worker's own libraries makes its whole worker FORBIDDEN_SYMBOL, so it has
+// a library and worker of its own (kernels/adversarial/interpose/).
+#pragma once
+
+#include <string>
+
+namespace attngate::worker {
+
+inline bool starts_with(const std::string& s, const char* prefix) { return s.rfind(prefix, 0) == 0; }
+
+// The kernel library (and so the worker, attngate_worker_<library>) that registers `kernel`.
+inline std::string library_of(const std::string& kernel) {
+  if (starts_with(kernel, "cheat_interposes_")) return "adversarial_interpose";
+  if (starts_with(kernel, "cheat_") || starts_with(kernel, "control_")) return "adversarial";
+  return kernel;
+}
+
+}  // namespace attngate::worker
