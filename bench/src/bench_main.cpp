@@ -44,6 +44,7 @@ using namespace attngate::bench;
 struct Options {
   std::filesystem::path scenario_dir = ATTNGATE_DEFAULT_SCENARIO_DIR;
   std::string suite = "gate";
+  std::vector<std::string> shapes;  // --shape: an ad-hoc suite instead of --suite
   std::string compare_kernel, compare_base;  // empty kernel: no comparison
   std::string compare_out;
   double noise_target = 0.005;
@@ -101,6 +102,9 @@ Options parse_own_flags(int& argc, char** argv) {
   app.add_flag("-h,--help", help, "Print these flags, then Google Benchmark's, and exit");
   app.add_option("--scenarios", scenario_dir, "Directory of the YAML suites (default: the shipped scenarios/)");
   app.add_option("--suite", o.suite, "Suite to time (default gate)");
+  app.add_option("--shape", o.shapes,
+                 "Time this ad-hoc shape instead of a suite (repeatable; e.g. b=4,sq=8192,sk=8192,hq=32,hkv=8,d=128,"
+                 "causal,bf16; scenarios/README.md)");
   app.add_option("--compare", compare,
                  "KERNEL[,BASE]: time KERNEL and BASE (default initial) interleaved per scenario and report the "
                  "speedup time_BASE/time_KERNEL and its suite geomean");
@@ -166,6 +170,9 @@ Options parse_own_flags(int& argc, char** argv) {
   }
   if (app.count("--shard") > 0) {
     try { o.shard = parse_shard(shard); } catch (const std::invalid_argument& e) { usage_error(e.what()); }
+  }
+  if (!o.shapes.empty()) {  // a bad shape is a usage error here, before any device is looked for
+    try { adhoc_suite(o.shapes); } catch (const ScenarioError& e) { usage_error(e.what()); }
   }
   o.input_sets = std::max(1, o.input_sets);
   o.bootstrap_resamples = std::max(1, o.bootstrap_resamples);
@@ -370,11 +377,11 @@ int run(int argc, char** argv) {
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 2;
 
-  const auto suites = load_suite_dir(opt.scenario_dir);
+  const auto suites = opt.shapes.empty() ? load_suite_dir(opt.scenario_dir) : std::vector<Suite>{adhoc_suite(opt.shapes)};
   const Suite* suite = nullptr;
   std::string known;
   for (const auto& s : suites) {
-    if (s.name == opt.suite) suite = &s;
+    if (s.name == opt.suite || !opt.shapes.empty()) suite = &s;
     known += (known.empty() ? "" : ", ") + s.name;
   }
   if (!suite) usage_error("no suite '" + opt.suite + "' in " + opt.scenario_dir.string() + " (have: " + known + ")");

@@ -68,7 +68,13 @@ struct Options {
   std::string shard = "0/1";
   std::string show_result;            // print one result file and exit with its verdict
   std::vector<std::string> worker_libs;  // --emit-worker-libs: the kernel libraries that have a worker
+  std::vector<std::string> shapes;       // --shape: the ad-hoc suite `adhoc` instead of the folder's
 };
+
+// The suites tests come from: the folder's, or only the ad-hoc shapes of --shape.
+std::vector<Suite> load_suites(const Options& opt) {
+  return opt.shapes.empty() ? load_suite_dir(opt.scenario_dir) : std::vector<Suite>{adhoc_suite(opt.shapes)};
+}
 
 Options& options() {
   static Options opt;
@@ -243,7 +249,7 @@ std::string one_line(const verify::CaseOutcome& c) {
 int run_batch(const Options& opt) {
   const auto t0 = std::chrono::steady_clock::now();
   const ShardSpec shard = parse_shard(opt.shard);
-  const auto suites = load_suite_dir(opt.scenario_dir);
+  const auto suites = load_suites(opt);
   struct Item {
     const Suite* suite;
     Scenario scenario;
@@ -400,7 +406,7 @@ bool wanted(const KernelInfo& k, const Suite& suite, const Scenario& s) {
 }
 
 void register_tests(const Options& opt) {
-  const auto suites = load_suite_dir(opt.scenario_dir);
+  const auto suites = load_suites(opt);
   for (const KernelInfo* k : KernelRegistry::instance().all()) {
     for (const Suite& suite : suites) {
       for (const Scenario& s : suite.scenarios) {
@@ -689,6 +695,9 @@ Options parse(int argc, char** argv) {
   app.footer(kUsage);
   std::string scenario_dir = opt.scenario_dir.string(), results_dir;
   app.add_option("--scenarios", scenario_dir, "Directory of the YAML suites (default: the shipped scenarios/)");
+  app.add_option("--shape", opt.shapes,
+                 "Verify this ad-hoc shape (suite `adhoc`) instead of the folder's suites (repeatable; e.g. "
+                 "b=4,sq=8192,sk=8192,hq=32,hkv=8,d=128,causal,bf16; scenarios/README.md)");
   app.add_option("--initial", opt.initial, "The initial kernel other kernels' errors are compared with (default initial)");
   app.add_option("--results-dir", results_dir, "Write one result JSON per test into DIR (the gate reads them)");
   app.add_option("--require-device", opt.require_device,
