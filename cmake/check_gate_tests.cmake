@@ -225,7 +225,7 @@ set(emit_args --emit-ctest=${WORK_DIR}/tests.cmake --emit-exe=/x/attngate_verify
               --results-dir=/b/verify/results)
 execute_process(COMMAND ${EMITTER} ${emit_args} --emit-bench=/x/attngate_bench_judge --emit-attngate=/x/attngate
                         --emit-build-dir=/b --emit-source-dir=/src --emit-judge=/x/attngate_verify_judge
-                        --emit-workers=/w --emit-worker-libs=initial,candidate
+                        --emit-workers=/w --emit-worker-libs=initial,candidate,cudnn
                 RESULT_VARIABLE rc ERROR_VARIABLE err)
 if(NOT (rc EQUAL 0))
   fail("the emitter failed on the one-shape gate (${rc}): ${err}")
@@ -243,7 +243,8 @@ foreach(want "[==[--compare=initial,candidate]==]" "[==[--kernel=initial]==]" "[
              "[==[--compare_out=/b/gate/performance.json]==]" "[==[--started-after=/b/gate/started]==]"
              # The kernels run in workers, the gate's tests in the judge builds (agent_hooks/SECURITY.md).
              "add_test([==[verify.batch.gate]==] [==[/x/attngate_verify_judge]==] [==[--worker=/w/attngate_worker_initial]==] [==[--batch]==]"
-             "add_test([==[verify.batch.gate.others]==] [==[/x/attngate_verify_judge]==] [==[--worker=/w/attngate_worker_candidate]==] [==[--worker=/w/attngate_worker_initial]==] [==[--batch]==]"
+             # (and the cuDNN control's worker between them, in a build that has it)
+             "add_test([==[verify.batch.gate.others]==] [==[/x/attngate_verify_judge]==] [==[--worker=/w/attngate_worker_candidate]==] "
              "add_test([==[verify.initial.gate_tiny]==] [==[/x/attngate_verify_judge]==] [==[--show-result=/b/verify/results/verify.initial.gate_tiny.json]==]"
              # The baseline's worker first (here the suite makes `candidate` the baseline): the bench
              # measures the round trip to it before any other worker exists.
