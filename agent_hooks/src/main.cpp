@@ -147,6 +147,19 @@ int main(int argc, char** argv) {
                    "gate.setup: delete this suite's results of the kernel, the performance JSON and the report, "
                    "then write the marker");
 
+  ProfileOptions po;
+  std::string profile_build;
+  auto* prof = app.add_subcommand("profile", "One scenario's call of a kernel under Nsight Compute, in its own "
+                                             "worker: a summary of at most 40 lines (or --json), the report kept");
+  prof->add_option("--kernel", po.kernel, "Kernel to profile (default candidate)");
+  prof->add_option("--compare", po.compare, "A second kernel, profiled in the same run, side by side (e.g. initial)");
+  prof->add_option("--suite", po.suite, "Suite of --scenario (default gate)");
+  prof->add_option("--scenario", po.scenario, "Scenario id");
+  prof->add_option("--shape", po.shape, "An ad-hoc shape instead (b=4,sq=8192,hq=32,hkv=8,d=128,causal)");
+  prof->add_option("--ncu", po.ncu, "Nsight Compute's ncu (default: on PATH, else /usr/local/cuda/bin/ncu)");
+  prof->add_option("--build-dir", profile_build, "Configured build folder (default: <repo>/build/gpu)");
+  prof->add_flag("--json", po.json, "Print the document (schema attngate.profile/1) instead of the summary");
+
   auto* stop_hook = app.add_subcommand("stop-hook", "Stop hook for agent runners: reads the runner's JSON on stdin, "
                                                     "runs the gate, exit 2 (refuse, reason on stderr) unless it passes");
   add_gate_options(stop_hook);
@@ -192,6 +205,10 @@ int main(int argc, char** argv) {
     go.ctest_args.insert(go.ctest_args.end(), ctest_rest.begin(), ctest_rest.end());
 
     if (*gate) return cmd_gate(ctx, go);
+    if (*prof) {
+      if (!profile_build.empty()) po.build_dir = fs::absolute(profile_build);
+      return cmd_profile(ctx, po);
+    }
     Context inspected = ctx;
     if (dry_run) inspected.lineage = dry_run_lineage(ctx.lineage);
     if (*history) return cmd_history(inspected, elites);

@@ -16,6 +16,7 @@
 #include <set>
 
 #include "attngate/bench/cupti_tracer.hpp"
+#include "attngate/worker/nvtx_range.hpp"
 #include "attngate/cuda_check.hpp"
 #include "attngate/verify/remote.hpp"
 #include "attngate/worker/protocol.hpp"
@@ -171,6 +172,7 @@ Harness::CallTimes Harness::timed_call(Contestant& c, size_t input, bool traced,
     verify::reset_stream_state(stream_, clean_state_);
   ATTNGATE_CUDA_CHECK(cudaCtxResetPersistingL2Cache());
   verify::Problem& p = *c.inputs[input];
+  const worker::NvtxRange range("judge " + c.kernel->name + " " + p.scenario.id + " #" + std::to_string(call_id));
   if (c.remote) return remote_call(c, p, traced, call_id, fresh);
   if (fresh) p.fill(fresh->seed, fresh->distribution, stream_);
   // Every timed call starts from the poison a checked call starts from (before the flush, so the

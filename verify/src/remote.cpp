@@ -292,13 +292,14 @@ cudaError_t launch_status(const RemoteKernel& k, const worker::Reply& r) {
 
 std::string g_last_stream_state;  // of the last launch through a worker
 
-cudaError_t forward_launch(RemoteKernel& k, const AttnParams& p, cudaStream_t st) {
+cudaError_t forward_launch(RemoteKernel& k, const AttnParams& p, cudaStream_t st, bool profile = false) {
   // The worker's stream cannot wait for ours: what the judge enqueued (inputs, poison) must be done.
   ATTNGATE_CUDA_CHECK(cudaStreamSynchronize(st));
   worker::Request r;
   r.op = "launch";
   r.kernel = k.name;
   r.params = wire(p, *k.worker);
+  r.profile = profile;
   const worker::Reply reply = k.worker->call(r);
   g_last_stream_state = reply.stream_state;
   return launch_status(k, reply);
@@ -463,6 +464,10 @@ TimedResult finish_timed(RemoteKernel& k) {
     throw std::runtime_error("kernel '" + k.name + "' failed to launch: " + cudaGetErrorString(e) + " (" +
                              cudaGetErrorName(e) + ")" + (reply.error.empty() ? "" : ": " + reply.error));
   return {reply.event_ms, reply.has_trace, reply.trace, reply.stream_state};
+}
+
+cudaError_t profiled_launch(RemoteKernel& k, const AttnParams& p, cudaStream_t st) {
+  return forward_launch(k, p, st, true);
 }
 
 int64_t worker_pid(const RemoteKernel& k) { return k.worker->pid(); }

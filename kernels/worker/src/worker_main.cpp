@@ -22,6 +22,7 @@
 #include "attngate/bench/cupti_tracer.hpp"
 #include "attngate/kernel_status.hpp"
 #include "attngate/registry.hpp"
+#include "attngate/worker/nvtx_range.hpp"
 #include "attngate/worker/protocol.hpp"
 #include "attngate_worker_tree.h"  // ATTNGATE_KERNEL_TREE_SHA256, generated at build time
 
@@ -38,6 +39,8 @@ using worker::Request;
       throw std::runtime_error(std::string(__FILE__) + ":" + std::to_string(__LINE__) + ": " #expr     \
                                " failed: " + cudaGetErrorString(e_) + " (" + cudaGetErrorName(e_) + ")"); \
   } while (0)
+
+using worker::NvtxRange;
 
 class Worker {
  public:
@@ -97,7 +100,12 @@ class Worker {
     const KernelInfo& k = KernelRegistry::instance().get(r.kernel);
     const AttnParams p = params(r.params);
     clear_unsupported_reason();
-    const cudaError_t e = k.launch(p, stream_);
+    cudaError_t e;
+    {
+      const NvtxRange range(r.profile ? "profile" : "launch " + r.kernel);
+      e = k.launch(p, stream_);
+      if (r.profile && e == cudaSuccess) WORKER_CUDA(cudaStreamSynchronize(stream_));
+    }
     note_status(out, e);
     if (e == cudaSuccess) WORKER_CUDA(cudaDeviceSynchronize());
     out.stream_state = undo_stream_state();
@@ -142,7 +150,11 @@ class Worker {
     WORKER_CUDA(cudaEventRecord(start_, stream_));
     if (r.traced) tracer.push(r.call_id);
     clear_unsupported_reason();
-    const cudaError_t e = k.launch(p, stream_);
+    cudaError_t e;
+    {
+      const NvtxRange range("timed " + r.kernel + " #" + std::to_string(r.call_id));
+      e = k.launch(p, stream_);
+    }
     if (r.traced) tracer.pop();
     WORKER_CUDA(cudaEventRecord(stop_, stream_));
     WORKER_CUDA(cudaEventRecord(done, stream_));  // also after a failed launch: the judge never waits forever

@@ -111,6 +111,17 @@ int cmd_report(const Context& ctx, ReportInputs inputs, const std::filesystem::p
 // hook_input: the JSON the agent runner writes on stdin (may be empty).
 int cmd_stop_hook(const Context& ctx, const std::string& hook_input, const GateOptions& options);
 
+// `attngate profile` (cmd_profile.cpp): one scenario's call of `kernel` (and of `compare`) under
+// Nsight Compute. 0 done, 2 usage error, 3 no ncu, no counters or no build.
+struct ProfileOptions {
+  std::filesystem::path build_dir;  // default <repo>/build/gpu
+  std::string kernel = "candidate", compare;
+  std::string suite = "gate", scenario, shape;
+  std::string ncu;                  // default: on PATH, else /usr/local/cuda/bin/ncu
+  bool json = false;                // the document (attngate.profile/1) instead of the summary
+};
+int cmd_profile(const Context& ctx, const ProfileOptions& options);
+
 // The measured context printed with a `limit` question.
 std::string limit_context(const Record& latest);
 

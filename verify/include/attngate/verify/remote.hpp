@@ -67,6 +67,9 @@ TimedResult finish_timed(RemoteKernel& k);
 // a worker that overran it: killed, and started again for the next call.
 double worker_timeout_s();
 void kill_worker(RemoteKernel& k) noexcept;
+// One plain call of `k`, bracketed in the worker by the NVTX range `profile` of domain `attngate`
+// (what `attngate profile` has Nsight Compute include); otherwise as the registry's launch.
+cudaError_t profiled_launch(RemoteKernel& k, const AttnParams& p, cudaStream_t st);
 // The worker's process id and the hash of its kernel's source folder embedded when it was built.
 int64_t worker_pid(const RemoteKernel& k);
 const std::string& kernel_tree_sha256(const RemoteKernel& k);

@@ -114,9 +114,12 @@ struct Request {
   uint64_t call_id = 0;
   std::vector<std::string> release;
   std::string go_event, done_event;  // hex of cudaIpcEventHandle_t, made by the judge
+  // launch: bracket the call in the NVTX range `profile` of domain `attngate`, the one range
+  // `attngate profile` tells Nsight Compute to include.
+  bool profile = false;
 };
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(Request, op, kernel, params, traced, call_id, release, go_event,
-                                                done_event)
+                                                done_event, profile)
 
 struct KernelDesc {
   std::string name, description;

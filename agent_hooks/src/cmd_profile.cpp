@@ -1,0 +1,140 @@
+// `attngate profile`: one scenario's call of a kernel (and of --compare's) under Nsight Compute,
+// each kernel in its own worker (attngate_profile_call, bench/tools), summarized from ncu's own
+// report (profile.hpp). A profile is not a verdict: the workers run unsealed (ncu's injection
+// writes under /tmp and talks to its host over sockets), so the kernel has the user's own rights
+// while it runs, and nothing here is recorded in the lineage.
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "attngate/bench/device_peak.hpp"
+#include "attngate/hooks/commands.hpp"
+#include "attngate/hooks/process.hpp"
+#include "attngate/hooks/profile.hpp"
+#include "attngate/scenario.hpp"
+#include "attngate/worker/libraries.hpp"
+
+namespace attngate::hooks {
+namespace fs = std::filesystem;
+using profile::ProfileDocument;
+
+namespace {
+
+// ncu: --ncu, else on PATH, else the CUDA toolkit's; empty when there is none.
+std::string find_ncu(const std::string& given) {
+  if (!given.empty()) return fs::exists(given) ? given : "";
+  if (on_path("ncu")) return "ncu";
+  for (const char* p : {"/usr/local/cuda/bin/ncu", "/opt/nvidia/nsight-compute/ncu"})
+    if (fs::exists(p)) return p;
+  return "";
+}
+
+Scenario pick(const ProfileOptions& o, const fs::path& scenarios) {
+  if (!o.shape.empty()) return adhoc_suite({o.shape}).scenarios.front();
+  for (const Suite& s : load_suite_dir(scenarios)) {
+    if (s.name != o.suite) continue;
+    for (const Scenario& x : s.scenarios)
+      if (x.id == o.scenario) return x;
+    throw std::runtime_error("no scenario '" + o.scenario + "' in suite " + o.suite + " (" + s.file + ")");
+  }
+  throw std::runtime_error("no suite '" + o.suite + "' in " + scenarios.string());
+}
+
+std::string join(const std::vector<std::string>& v, const char* sep) {
+  std::string out;
+  for (const auto& x : v) out += (out.empty() ? "" : sep) + x;
+  return out;
+}
+
+// Why ncu failed, with the fix where the reason is a known one.
+std::string ncu_failure(const RunResult& r) {
+  const std::string text = r.out + r.err;
+  if (text.find("ERR_NVGPUCTRPERM") != std::string::npos)
+    return "the driver lets only administrators read GPU performance counters (ERR_NVGPUCTRPERM): run as root, "
+           "or load the driver with NVreg_RestrictProfilingToAdminUsers=0 "
+           "(https://developer.nvidia.com/ERR_NVGPUCTRPERM)";
+  const std::string tail = text.size() > 2000 ? text.substr(text.size() - 2000) : text;
+  return "ncu exited " + std::to_string(r.exit_code) + ":\n" + tail;
+}
+
+// The ncu command that runs attngate_profile_call with every kernel in its worker.
+std::vector<std::string> ncu_argv(const std::string& ncu, const fs::path& build, const fs::path& report,
+                                  const std::vector<std::string>& kernels, const ProfileOptions& o,
+                                  const fs::path& scenarios) {
+  std::vector<std::string> argv = {ncu, "--target-processes", "all", "--nvtx", "--nvtx-include", "attngate@profile/",
+                                   "--metrics", join(profile::ncu_metrics(), ","), "--export", report.string(),
+                                   "--force-overwrite", (build / "bench" / "attngate_profile_call").string()};
+  for (const auto& k : kernels)
+    argv.push_back("--worker=" + (build / "kernels" / "worker" / ("attngate_worker_" + worker::library_of(k))).string());
+  argv.push_back("--kernels=" + join(kernels, ","));
+  if (!o.shape.empty()) argv.push_back("--shape=" + o.shape);
+  else argv.insert(argv.end(), {"--scenarios=" + scenarios.string(), "--suite=" + o.suite, "--scenario=" + o.scenario});
+  return argv;
+}
+
+ProfileDocument run_profile(const Context& ctx, const ProfileOptions& o, const std::string& ncu) {
+  const fs::path build = o.build_dir.empty() ? ctx.repo / "build" / "gpu" : o.build_dir;
+  const fs::path scenarios = ctx.repo / "scenarios";
+  const Scenario s = pick(o, scenarios);
+  std::vector<std::string> kernels = {o.kernel};
+  if (!o.compare.empty()) kernels.push_back(o.compare);
+  if (kernels.size() == 2 && worker::library_of(kernels[0]) == worker::library_of(kernels[1]))
+    throw std::runtime_error(kernels[0] + " and " + kernels[1] + " run in the same worker; ncu tells kernels apart by it");
+  const fs::path caller = build / "bench" / "attngate_profile_call";
+  if (!fs::exists(caller)) throw std::runtime_error(caller.string() + " is not built: cmake --build " + build.string());
+  const fs::path out = build / "profile" / s.id;
+  fs::create_directories(out);
+  const fs::path report = out / "profile";
+  RunOptions ro;
+  ro.cwd = ctx.repo;
+  ro.env = {{"ATTNGATE_SANDBOX", "off"}};
+  const RunResult run = run_process(ncu_argv(ncu, build, report, kernels, o, scenarios), ro);
+  if (run.exit_code != 0) throw std::runtime_error(ncu_failure(run));
+  if (const auto at = run.out.find("attngate_profile_call: SKIPPED:"); at != std::string::npos)
+    throw std::runtime_error(run.out.substr(at + 23, run.out.find('\n', at) - at - 23));  // "SKIPPED: ..."
+  const RunResult csv =
+      run_process({ncu, "--import", report.string() + ".ncu-rep", "--csv", "--page", "raw", "--print-units", "base"});
+  if (csv.exit_code != 0) throw std::runtime_error(ncu_failure(csv));
+  const auto rows = profile::parse_ncu_csv(csv.out);
+  ProfileDocument d;
+  d.scenario = s.id;
+  d.shape = scenario_summary(s);
+  d.flops = s.flops();
+  d.report = report.string() + ".ncu-rep";
+  if (!rows.empty()) d.device = rows.front().text("device__attribute_display_name").value_or("");
+  d.peak_tflops = bench::lookup_peak(d.device).bf16_dense_tflops;
+  for (const auto& k : kernels)
+    d.kernels.push_back(profile::summarize(rows, k, "attngate_worker_" + worker::library_of(k), d.flops, d.peak_tflops));
+  std::ofstream(out / "profile.json") << nlohmann::json(d).dump(2) << "\n";
+  return d;
+}
+
+}  // namespace
+
+int cmd_profile(const Context& ctx, const ProfileOptions& o) {
+  if (o.shape.empty() == o.scenario.empty()) {
+    *ctx.err << "attngate profile: give --scenario ID (of --suite, default gate) or --shape SPEC\n";
+    return kExitError;
+  }
+  const std::string ncu = find_ncu(o.ncu);
+  if (ncu.empty()) {
+    *ctx.err << "attngate profile: no Nsight Compute (ncu) "
+             << (o.ncu.empty() ? "on PATH or in /usr/local/cuda/bin" : "at " + o.ncu)
+             << ": install it (the CUDA toolkit's nsight-compute package) or pass --ncu=PATH\n";
+    return kExitEnvironment;
+  }
+  try {
+    const ProfileDocument d = run_profile(ctx, o, ncu);
+    if (o.json) *ctx.out << nlohmann::json(d).dump(2) << "\n";
+    else *ctx.out << profile::render_summary(d);
+    return kExitPass;
+  } catch (const std::exception& e) {
+    *ctx.err << "attngate profile: " << e.what() << "\n";
+    return kExitEnvironment;
+  }
+}
+
+}  // namespace attngate::hooks
