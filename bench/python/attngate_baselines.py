@@ -689,6 +689,9 @@ class FA3(Baseline):
         return call
 
 
+FA4_PYTHON = (3, 12)  # the CPython of the pinned FA4 wheels (requirements.txt)
+
+
 class FA4(Baseline):
     name, description = "fa4", "FlashAttention-4 (flash_attn.cute)"
 
@@ -696,6 +699,12 @@ class FA4(Baseline):
         try:
             import flash_attn.cute as fa4
         except ImportError as first:
+            if sys.version_info[:2] != FA4_PYTHON:
+                # The pinned wheels (requirements.txt, ci/fetch_fa4_wheels.sh) are CPython 3.12 builds.
+                raise ImportError(f"{first}; FA4's pinned wheels are built for Python "
+                                  f"{FA4_PYTHON[0]}.{FA4_PYTHON[1]} and this is {sys.version_info[0]}."
+                                  f"{sys.version_info[1]}: make a venv with python{FA4_PYTHON[0]}.{FA4_PYTHON[1]} "
+                                  "(bench/python/README.md, 'A virtual environment')") from None
             # FA4 ships flash_attn as a namespace package; an installed FlashAttention-2 (a regular
             # flash_attn package) wins the import even when FA4 comes first on sys.path. Then
             # flash_attn.cute is reachable by adding FA4's folder to the package's path.
@@ -1080,6 +1089,12 @@ def self_test(tool: str | None) -> int:
     s = {"batch": 32, "heads_q": 32, "seqlen_q": 512, "seqlen_k": 512, "causal": False, "head_dim": 64}
     check(scenario_flops(s) == 68719476736.0, "gate_mha_d64_s512 FLOPs")
     check(abs(tflops(68719476736.0, 0.25) - 274.877906944) < 1e-9, "TFLOPS")
+
+    # FA4 under another Python than its pinned wheels': the reason names the Python it needs.
+    fa4 = FA4()
+    if not fa4.available and sys.version_info[:2] != FA4_PYTHON:
+        check(f"built for Python {FA4_PYTHON[0]}.{FA4_PYTHON[1]}" in fa4.why and "A virtual environment" in fa4.why,
+              f"FA4's reason under Python {sys.version_info[0]}.{sys.version_info[1]}: {fa4.why}")
 
     # Statistics.
     st = summarize([1.0, 2.0, 3.0, 4.0, 100.0])
