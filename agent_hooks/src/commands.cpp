@@ -20,6 +20,7 @@
 #include "attngate/hooks/gate_result.hpp"
 #include "attngate/hooks/git.hpp"
 #include "attngate/hooks/process.hpp"
+#include "attngate/hooks/progress.hpp"
 #include "attngate/hooks/questions.hpp"
 #include "attngate/hooks/receipt.hpp"
 #include "attngate/hooks/redirect.hpp"
@@ -509,6 +510,15 @@ json read_report(const fs::path& report_path, int ctest_exit, EvaluationInput& i
   return j;
 }
 
+// When this gate run started, for the progress lines' seconds (--quiet).
+std::chrono::steady_clock::time_point progress_clock_start() {
+  static const auto t0 = std::chrono::steady_clock::now();
+  return t0;
+}
+double progress_seconds() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - progress_clock_start()).count();
+}
+
 // How build and ctest run: from the repository, their output inherited or appended to the log.
 RunOptions gate_run_options(const Context& ctx, const GateOptions& o, const fs::path& log) {
   RunOptions ro;
@@ -524,7 +534,8 @@ RunOptions gate_run_options(const Context& ctx, const GateOptions& o, const fs::
 
 // One `ctest -L gate` run: reads the report it wrote into `in` and returns its JSON, or synthesizes
 // a failure (and returns nothing) when there is no report to trust. `started`: before this run.
-std::optional<json> run_gate_tests(const GateOptions& o, const fs::path& build, const RunOptions& ro,
+std::optional<json> run_gate_tests(std::ostream& err, const fs::path& scenarios, const GateOptions& o,
+                                   const fs::path& build, const RunOptions& ro,
                                    fs::file_time_type started, EvaluationInput& in) {
   const fs::path gate_dir = build / "gate";
   const fs::path report_path = gate_dir / "report.json";
@@ -533,7 +544,19 @@ std::optional<json> run_gate_tests(const GateOptions& o, const fs::path& build, 
   std::vector<std::string> ctest = {"ctest", "--test-dir", build.string(), "-L", "gate", "--output-on-failure",
                                     "--no-tests=error"};
   ctest.insert(ctest.end(), o.ctest_args.begin(), o.ctest_args.end());
-  auto ctest_result = run_process(ctest, ro);
+  RunResult ctest_result;
+  {
+    // --quiet: the build and ctest output goes to the log, so say on stderr how far the gate is.
+    std::optional<ProgressReporter> progress;
+    if (o.quiet) {
+      try {
+        progress.emplace(gate_progress_paths(scenarios, build), started, progress_clock_start(), err);
+      } catch (const std::exception& e) {  // display only: the gate runs on without it
+        err << "attngate: no progress lines (" << e.what() << ")" << std::endl;
+      }
+    }
+    ctest_result = run_process(ctest, ro);
+  }
   in.ctest_exit = ctest_result.exit_code;
 
   // Fresh means written by this run's gate: after its gate.setup wrote the start marker, which
@@ -579,7 +602,12 @@ std::optional<json> build_and_test(const Context& ctx, const GateOptions& o, con
 
   // The report is trusted only if this run wrote it: a stale one would describe another candidate.
   auto started = fs::file_time_type::clock::now();
+  (void)progress_clock_start();  // the progress lines count from here
+  if (o.quiet) *ctx.err << "attngate: build " << build.string() << " (output in " << log.string() << ")" << std::endl;
   auto build_result = run_process({"cmake", "--build", build.string()}, ro);
+  if (o.quiet)
+    *ctx.err << "attngate: build " << (build_result.exit_code == 0 ? "done" : "failed") << " ("
+              << fmt("%.0f", progress_seconds()) << " s)" << std::endl;
   in.build_exit = build_result.exit_code;
   if (build_result.exit_code != 0) {
     in.report = synthesized_failure("BUILD_FAILED", "cmake --build " + build.string() + " exited " +
@@ -587,7 +615,7 @@ std::optional<json> build_and_test(const Context& ctx, const GateOptions& o, con
                                                         (o.quiet ? " (output in " + log.string() + ")" : ""));
     return std::nullopt;
   }
-  return run_gate_tests(o, build, ro, started, in);
+  return run_gate_tests(*ctx.err, scenarios_dir(ctx), o, build, ro, started, in);
 }
 
 // CANDIDATE_CHANGED: the measurement belongs to the tree hashed before the build only if the folder
@@ -710,7 +738,7 @@ EvaluationInput rerun_gate_tests(const Context& ctx, const GateOptions& o, const
   second.git = first.git;
   const fs::path gate = build / "gate";
   const RunOptions ro = gate_run_options(ctx, o, gate / "attngate_gate.log");
-  if (run_gate_tests(o, build, ro, fs::file_time_type::clock::now(), second)) {
+  if (run_gate_tests(*ctx.err, scenarios_dir(ctx), o, build, ro, fs::file_time_type::clock::now(), second)) {
     fs::rename(gate / "report.json", gate / "report.confirm.json");
     std::error_code ec;
     if (fs::exists(gate / "report.md", ec)) fs::rename(gate / "report.md", gate / "report.confirm.md");
@@ -1351,6 +1379,11 @@ int cmd_stop_hook(const Context& ctx, const std::string& hook_input, const GateO
     err << "attngate stop hook: " << ex.what() << "\n";
     return active ? kExitPass : kExitRefuse;
   }
+}
+
+fs::path scenarios_dir(const Context& ctx) {
+  const fs::path here = ctx.repo / "scenarios";
+  return fs::exists(here / "gate.yaml") ? here : fs::path(ATTNGATE_HOOKS_SCENARIO_DIR);
 }
 
 }  // namespace attngate::hooks

@@ -69,12 +69,6 @@ std::string prefixed(const std::string& text) {
   return out;
 }
 
-// The repository's own scenarios/ when it has a gate suite, else the shipped one.
-fs::path scenarios_dir(const Context& ctx) {
-  const fs::path here = ctx.repo / "scenarios";
-  return fs::exists(here / "gate.yaml") ? here : fs::path(ATTNGATE_HOOKS_SCENARIO_DIR);
-}
-
 std::string setting(const Suite& s, const std::string& key, const std::string& def) {
   auto it = s.settings.find(key);
   return it == s.settings.end() || it->second.empty() ? def : it->second;

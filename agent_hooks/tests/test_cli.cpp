@@ -117,6 +117,9 @@ TEST_F(FakeGate, GateExitCodesFollowTheReport) {
   next_report(test::report_json("pass", 1.03, 1.02, 1.04));
   auto r = attngate(sb, {"gate", "--quiet"});
   EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  // --quiet: the output goes to the log, and stderr says how far the gate is, stage by stage.
+  EXPECT_NE(r.err.find("attngate: build done ("), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("attngate: report ("), std::string::npos) << "stderr: " << r.err;
   EXPECT_NE(r.out.find("attngate: PASS, version 1"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("report: " + (build / "gate" / "report.json").string()), std::string::npos) << r.out;
 

@@ -261,8 +261,31 @@ struct BaselineAlone {
 };
 std::map<std::string, BaselineAlone> g_baseline_alone;
 
+// How far a comparison run is, in `<compare_out>.progress` (TimingProgress); written through a
+// rename after every scenario, whatever its outcome.
+struct ProgressFile {
+  std::string path;  // empty: none
+  TimingProgress now;
+  void finished(const std::string& scenario) {
+    if (path.empty()) return;
+    ++now.done;
+    now.scenario = scenario;
+    const std::string tmp = path + ".tmp";
+    std::ofstream(tmp) << nlohmann::json(now).dump() << "\n";
+    std::filesystem::rename(tmp, path);
+  }
+};
+ProgressFile g_progress;
+
+// Files the scenario as finished on every way out of run_compare.
+struct FinishedScenario {
+  const std::string& id;
+  ~FinishedScenario() { g_progress.finished(id); }
+};
+
 void run_compare(benchmark::State& st, Harness& h, const KernelInfo* k, const KernelInfo* base, const Scenario& s,
                  const MeasureOptions& mo, const ReportContext& ctx, int resamples, uint64_t seed) {
+  const FinishedScenario progress{s.id};
   std::optional<Measurement> m;
   for (auto _ : st) {
     try {
@@ -486,6 +509,11 @@ int run(int argc, char** argv) {
   if (registered == 0) {
     std::cerr << "attngate_bench: nothing to time on suite " << suite->name << "\n";
     return 1;
+  }
+  if (!opt.compare_kernel.empty() && !opt.compare_out.empty()) {
+    g_progress.path = opt.compare_out + ".progress";
+    g_progress.now.total = registered;
+    std::filesystem::remove(g_progress.path);
   }
 
   benchmark::RunSpecifiedBenchmarks();

@@ -42,6 +42,8 @@ struct Context {
 Context default_context(std::ostream& out, std::ostream& err);
 std::filesystem::path default_hooks_dir(const std::filesystem::path& repo);
 std::filesystem::path state_dir(const Context& ctx);  // <lineage's folder>, holds versions/
+// The repository's own scenarios/ when it has a gate suite, else the shipped one.
+std::filesystem::path scenarios_dir(const Context& ctx);
 // The candidate's folder (the candidate source's parent, kernels/candidate/): what the tree hash
 // covers and what `attngate commit` commits.
 std::filesystem::path candidate_dir(const Context& ctx);

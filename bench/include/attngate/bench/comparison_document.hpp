@@ -195,4 +195,13 @@ inline ComparisonDocument parse_comparison_document(const nlohmann::json& j) {
   return parse_document<ComparisonDocument>(j, kComparisonSchema);
 }
 
+// `<compare_out>.progress`, rewritten (through a rename) after each scenario of a comparison run,
+// so that `attngate gate --quiet` can say how far the timing is. Display only: no verdict reads it.
+struct TimingProgress {
+  int done = 0;          // scenarios finished (timed, failed or skipped)
+  int total = 0;         // scenarios registered
+  std::string scenario;  // the last one finished
+};
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(TimingProgress, done, total, scenario)
+
 }  // namespace attngate::bench
