@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "attngate/bench/device_peak.hpp"
+#include "attngate/bench/profile_call.hpp"
 #include "attngate/hooks/commands.hpp"
 #include "attngate/hooks/process.hpp"
 #include "attngate/hooks/profile.hpp"
@@ -52,6 +53,9 @@ std::string join(const std::vector<std::string>& v, const char* sep) {
 // Why ncu failed, with the fix where the reason is a known one.
 std::string ncu_failure(const RunResult& r) {
   const std::string text = r.out + r.err;
+  if (text.find("No kernels were profiled") != std::string::npos)
+    return "ncu profiled no kernel: nothing ran inside the NVTX range attngate@profile (was the worker built with "
+           "its NVTX ranges?)\n" + (text.size() > 2000 ? text.substr(text.size() - 2000) : text);
   if (text.find("ERR_NVGPUCTRPERM") != std::string::npos)
     return "the driver lets only administrators read GPU performance counters (ERR_NVGPUCTRPERM): run as root, "
            "or load the driver with NVreg_RestrictProfilingToAdminUsers=0 "
@@ -61,12 +65,15 @@ std::string ncu_failure(const RunResult& r) {
 }
 
 // The ncu command that runs attngate_profile_call with every kernel in its worker.
+// Clocks are left as the GPU runs them (--clock-control none), so durations compare with the
+// bench's and with the boost-clock peak; ncu's default would lock them to base.
 std::vector<std::string> ncu_argv(const std::string& ncu, const fs::path& build, const fs::path& report,
-                                  const std::vector<std::string>& kernels, const ProfileOptions& o,
-                                  const fs::path& scenarios) {
+                                  const fs::path& calls, const std::vector<std::string>& kernels,
+                                  const ProfileOptions& o, const fs::path& scenarios) {
   std::vector<std::string> argv = {ncu, "--target-processes", "all", "--nvtx", "--nvtx-include", "attngate@profile/",
-                                   "--metrics", join(profile::ncu_metrics(), ","), "--export", report.string(),
-                                   "--force-overwrite", (build / "bench" / "attngate_profile_call").string()};
+                                   "--clock-control", "none", "--metrics", join(profile::ncu_metrics(), ","),
+                                   "--export", report.string(), "--force-overwrite",
+                                   (build / "bench" / "attngate_profile_call").string(), "--calls-out=" + calls.string()};
   for (const auto& k : kernels)
     argv.push_back("--worker=" + (build / "kernels" / "worker" / ("attngate_worker_" + worker::library_of(k))).string());
   argv.push_back("--kernels=" + join(kernels, ","));
@@ -91,7 +98,9 @@ ProfileDocument run_profile(const Context& ctx, const ProfileOptions& o, const s
   RunOptions ro;
   ro.cwd = ctx.repo;
   ro.env = {{"ATTNGATE_SANDBOX", "off"}};
-  const RunResult run = run_process(ncu_argv(ncu, build, report, kernels, o, scenarios), ro);
+  const fs::path calls_file = out / "calls.json";
+  fs::remove(calls_file);
+  const RunResult run = run_process(ncu_argv(ncu, build, report, calls_file, kernels, o, scenarios), ro);
   if (run.exit_code != 0) throw std::runtime_error(ncu_failure(run));
   if (const auto at = run.out.find("attngate_profile_call: SKIPPED:"); at != std::string::npos)
     throw std::runtime_error(run.out.substr(at + 23, run.out.find('\n', at) - at - 23));  // "SKIPPED: ..."
@@ -106,8 +115,15 @@ ProfileDocument run_profile(const Context& ctx, const ProfileOptions& o, const s
   d.report = report.string() + ".ncu-rep";
   if (!rows.empty()) d.device = rows.front().text("device__attribute_display_name").value_or("");
   d.peak_tflops = bench::lookup_peak(d.device).bf16_dense_tflops;
-  for (const auto& k : kernels)
-    d.kernels.push_back(profile::summarize(rows, k, "attngate_worker_" + worker::library_of(k), d.flops, d.peak_tflops));
+  std::vector<bench::ProfiledCall> calls;
+  try {
+    calls = nlohmann::json::parse(std::ifstream(calls_file)).get<std::vector<bench::ProfiledCall>>();
+  } catch (const std::exception& e) {
+    throw std::runtime_error("no readable " + calls_file.string() + " from attngate_profile_call: " + e.what());
+  }
+  for (const auto& c : calls)
+    d.kernels.push_back(profile::summarize(rows, c.kernel, "attngate_worker_" + worker::library_of(c.kernel),
+                                           c.worker_pid, d.flops, d.peak_tflops));
   std::ofstream(out / "profile.json") << nlohmann::json(d).dump(2) << "\n";
   return d;
 }

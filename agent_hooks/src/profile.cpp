@@ -175,7 +175,7 @@ std::vector<NcuRow> parse_ncu_csv(const std::string& csv) {
   const auto col = [&](const char* name) {
     return size_t(std::find(header.begin(), header.end(), name) - header.begin());
   };
-  const size_t kernel = col("Kernel Name"), process = col("Process Name");
+  const size_t kernel = col("Kernel Name"), process = col("Process Name"), pid = col("Process ID");
   std::vector<NcuRow> rows;
   for (size_t i = h + 1; i < records.size(); ++i) {
     const auto& rec = records[i];
@@ -186,6 +186,7 @@ std::vector<NcuRow> parse_ncu_csv(const std::string& csv) {
     NcuRow r;
     r.kernel = rec[kernel];
     r.process = process < rec.size() ? rec[process] : "";
+    r.pid = pid < rec.size() ? int64_t(to_number(rec[pid]).value_or(0)) : 0;
     for (size_t c = 0; c < header.size(); ++c) r.values.emplace_back(header[c], rec[c]);
     rows.push_back(std::move(r));
   }
@@ -193,11 +194,13 @@ std::vector<NcuRow> parse_ncu_csv(const std::string& csv) {
 }
 
 KernelProfile summarize(const std::vector<NcuRow>& all, const std::string& kernel, const std::string& worker,
-                        double flops, double peak_tflops) {
+                        int64_t pid, double flops, double peak_tflops) {
   std::vector<const NcuRow*> rows;
   for (const NcuRow& r : all)
-    if (r.process == worker || ends(r.process, "/" + worker)) rows.push_back(&r);
-  if (rows.empty()) throw std::runtime_error("ncu profiled no launch in " + worker + " (kernel " + kernel + ")");
+    if (r.pid == pid) rows.push_back(&r);
+  if (rows.empty())
+    throw std::runtime_error("ncu profiled no launch in " + worker + " (pid " + std::to_string(pid) + ", kernel " +
+                             kernel + ")");
   KernelProfile k;
   k.kernel = kernel;
   k.worker = worker;

@@ -36,7 +36,7 @@ const char* kCsv =
     "\"\",\"\",\"\",\"\",\"\",\"\",\"\",\"nsecond\",\"byte\",\"byte\",\"%\",\"%\",\"%\",\"%\",\"%\",\"register/thread\","
     "\"byte/block\",\"byte/block\",\"\",\"%\",\"%\",\"inst\",\"inst\",\"\",\"\",\"\",\"\"\n"
     // candidate: two launches (a main kernel of 3 ms and a 1 ms tail), in its worker
-    "\"0\",\"4242\",\"attngate_worker_candidate\",\"h200\",\"attn_fwd_main(Params)\",\"1\",\"13\",\"3,000,000\","
+    "\"0\",\"4242\",\"attngate_worker\",\"h200\",\"attn_fwd_main(Params)\",\"1\",\"13\",\"3,000,000\","
     "\"400,000,000\",\"100,000,000\",\"10\",\"80\",\"25\",\"40\",\"5\",\"168\",\"229,376\",\"0\",\"NVIDIA H200\","
     "\"60\",\"0\",\"0\",\"0\",\"2.0\",\"1.0\",\"1.0\",\"0.5\"\n"
     "\"1\",\"4242\",\"attngate_worker_candidate\",\"h200\",\"attn_fwd_tail(Params)\",\"1\",\"13\",\"1,000,000\","
@@ -50,7 +50,8 @@ const char* kCsv =
 TEST(Profile, ParsesTheRawCsvAndSkipsTheUnitsRow) {
   const auto rows = parse_ncu_csv(kCsv);
   ASSERT_EQ(rows.size(), 3u);
-  EXPECT_EQ(rows[0].process, "attngate_worker_candidate");
+  EXPECT_EQ(rows[0].process, "attngate_worker");  // shortened, as a comm name is: the pid decides
+  EXPECT_EQ(rows[0].pid, 4242);
   EXPECT_EQ(rows[0].kernel, "attn_fwd_main(Params)");
   EXPECT_EQ(rows[0].number("gpu__time_duration.sum"), 3e6);  // thousands separators read
   EXPECT_EQ(rows[1].number("sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active"), std::nullopt);
@@ -59,7 +60,7 @@ TEST(Profile, ParsesTheRawCsvAndSkipsTheUnitsRow) {
 
 TEST(Profile, SummarizesTheLaunchesOfOneWorker) {
   const auto rows = parse_ncu_csv(kCsv);
-  const KernelProfile k = summarize(rows, "candidate", "attngate_worker_candidate", 2e12, 989.5);
+  const KernelProfile k = summarize(rows, "candidate", "attngate_worker_candidate", 4242, 2e12, 989.5);
   ASSERT_EQ(k.launches.size(), 2u);
   EXPECT_DOUBLE_EQ(*k.duration_us, 4000.0);                 // 3 ms + 1 ms
   EXPECT_DOUBLE_EQ(*k.tflops, 500.0);                       // 2e12 FLOPs in 4 ms
@@ -75,14 +76,14 @@ TEST(Profile, SummarizesTheLaunchesOfOneWorker) {
   EXPECT_EQ(k.top_stalls[0].reason, "long_scoreboard");     // (2 * 3 + 6) / 4 = 3
   EXPECT_DOUBLE_EQ(k.top_stalls[0].per_issue, 3.0);
   EXPECT_EQ(k.top_stalls[1].reason, "math_pipe_throttle");  // 0.75
-  const KernelProfile i = summarize(rows, "initial", "attngate_worker_initial", 2e12, 989.5);
+  const KernelProfile i = summarize(rows, "initial", "attngate_worker_initial", 4243, 2e12, 989.5);
   EXPECT_DOUBLE_EQ(*i.tensor_pipe_pct, 45.0);               // hmma for mma.sync
   EXPECT_EQ(i.top_stalls[0].reason, "math_pipe_throttle");
 }
 
 TEST(Profile, AWorkerWithoutRowsAndTextThatIsNotNcusAreErrors) {
   const auto rows = parse_ncu_csv(kCsv);
-  EXPECT_THROW(summarize(rows, "cudnn", "attngate_worker_cudnn", 1, 1), std::runtime_error);
+  EXPECT_THROW(summarize(rows, "cudnn", "attngate_worker_cudnn", 4244, 1, 1), std::runtime_error);
   EXPECT_THROW(parse_ncu_csv("==ERROR== no kernels were profiled\n"), std::runtime_error);
   EXPECT_THROW(parse_ncu_csv("\"ID\",\"Kernel Name\"\n\"0\"\n"), std::runtime_error);  // a short row
 }
@@ -96,8 +97,8 @@ ProfileDocument document() {
   d.device = "NVIDIA H200";
   d.peak_tflops = 989.5;
   d.report = "/b/profile/x/profile.ncu-rep";
-  d.kernels = {summarize(rows, "candidate", "attngate_worker_candidate", d.flops, d.peak_tflops),
-               summarize(rows, "initial", "attngate_worker_initial", d.flops, d.peak_tflops)};
+  d.kernels = {summarize(rows, "candidate", "attngate_worker_candidate", 4242, d.flops, d.peak_tflops),
+               summarize(rows, "initial", "attngate_worker_initial", 4243, d.flops, d.peak_tflops)};
   return d;
 }
 

@@ -10,6 +10,7 @@
 #include <cuda_runtime_api.h>
 
 #include <cstdint>
+#include <fstream>
 #include <iostream>
 #include <random>
 #include <string>
@@ -17,6 +18,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "attngate/bench/profile_call.hpp"
 #include "attngate/cuda_check.hpp"
 #include "attngate/registry.hpp"
 #include "attngate/scenario.hpp"
@@ -31,6 +33,7 @@ using namespace attngate;
 struct Options {
   std::string scenario_dir = ATTNGATE_DEFAULT_SCENARIO_DIR, suite, scenario;
   std::vector<std::string> shapes, kernels;
+  std::string calls_out;  // --calls-out: the ProfiledCall records
   int warmups = 3;
   uint64_t seed = std::random_device{}();
 };
@@ -86,6 +89,7 @@ int main(int argc, char** argv) {
   app.add_option("--kernels", o.kernels, "Kernels to profile, each in its worker")->delimiter(',')->required();
   app.add_option("--warmups", o.warmups, "Plain calls before the profiled one (default 3)")->check(CLI::NonNegativeNumber);
   app.add_option("--seed", o.seed, "Base seed of the inputs (default: drawn at run time)");
+  app.add_option("--calls-out", o.calls_out, "Write the calls made (kernel, worker pid, NaN count) as JSON to FILE");
   CLI11_PARSE(app, argc, argv);
   if (o.shapes.empty() == (o.suite.empty() || o.scenario.empty())) {
     std::cerr << "attngate_profile_call: give --suite and --scenario, or --shape\n";
@@ -101,13 +105,21 @@ int main(int argc, char** argv) {
     cudaStream_t st = nullptr;
     ATTNGATE_CUDA_CHECK(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking));
     int bad = 0;
+    std::vector<bench::ProfiledCall> calls;
     for (const std::string& name : o.kernels) {
       const KernelInfo* k = KernelRegistry::instance().find(name);
       if (!k) throw std::runtime_error("no kernel '" + name + "' (none of the workers registers it)");
       const int64_t nan = profile_kernel(*k, s, o, st);
+      calls.push_back({name, verify::remote::worker_pid(*verify::remote::find(*k)), nan});
       std::cout << "attngate_profile_call: " << name << " on " << s.id << " (" << scenario_summary(s)
-                << "): profiled call done, " << nan << " NaN in its output (seed " << o.seed << ")\n";
+                << "): profiled call done in worker pid " << calls.back().worker_pid << ", " << nan
+                << " NaN in its output (seed " << o.seed << ")\n";
       bad += nan != 0;
+    }
+    if (!o.calls_out.empty()) {
+      std::ofstream f(o.calls_out);
+      f << nlohmann::json(calls).dump(2) << "\n";
+      if (!f.flush()) throw std::runtime_error("cannot write " + o.calls_out);
     }
     return bad == 0 ? 0 : 1;
   } catch (const std::exception& e) {

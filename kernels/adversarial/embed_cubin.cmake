@@ -8,7 +8,7 @@ execute_process(COMMAND ${NVCC} -cubin -arch=sm_${ARCH} -std=c++17 --use_fast_ma
 if(NOT rc EQUAL 0)
   message(FATAL_ERROR "embed_cubin: nvcc -cubin ${SOURCE} failed (${rc})")
 endif()
-execute_process(COMMAND ${BIN2C} --const --static --name attngate_cheat_payload ${cubin}
+execute_process(COMMAND ${BIN2C} --const --static --type longlong --name attngate_cheat_payload ${cubin}
                 OUTPUT_FILE ${OUT}.tmp RESULT_VARIABLE rc)
 if(NOT rc EQUAL 0)
   message(FATAL_ERROR "embed_cubin: ${BIN2C} ${cubin} failed (${rc})")

@@ -443,9 +443,7 @@ std::string join(const std::vector<std::string>& v, const char* sep = ";") {
   return out;
 }
 
-// The worker library that holds kernel k: planted cheats live in the adversarial library's worker,
-// every other kernel in the worker named after it (kernels/worker/CMakeLists.txt).
-// `--worker=` arguments for the workers holding `kernels`.
+// `--worker=` arguments for the workers holding `kernels` (attngate::worker::library_of).
 std::vector<std::string> worker_args(const std::filesystem::path& dir, const std::vector<std::string>& kernels) {
   std::vector<std::string> out;
   for (const auto& k : kernels) {

@@ -647,6 +647,12 @@ int check_catalogue(const std::vector<Entry>& cat, const fs::path& scenario_dir,
         problems.push_back(e.name + ": own_worker, but attngate::worker::library_of puts it in the adversarial worker");
       if (!e.verify && !e.bench) problems.push_back(e.name + ": neither verify nor bench");
       if (e.gate_code.empty()) problems.push_back(e.name + ": no gate_code");
+      std::vector<std::string> ids;  // which kernel supports them only its worker knows; they must exist
+      if (e.verify) ids.insert(ids.end(), e.verify->pass.begin(), e.verify->pass.end());
+      if (e.verify) ids.insert(ids.end(), e.verify->fail.begin(), e.verify->fail.end());
+      if (e.bench) ids.push_back(e.bench->scenario);
+      for (const auto& id : ids)
+        if (!scenarios.count(id)) problems.push_back(e.name + ": unknown scenario '" + id + "'");
       continue;
     }
     if (!k && e.optional) {

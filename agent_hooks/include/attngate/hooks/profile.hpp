@@ -4,6 +4,7 @@
 // functions of ncu's CSV, unit-tested without a GPU (tests/test_profile.cpp).
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
@@ -12,13 +13,14 @@
 
 namespace attngate::hooks::profile {
 
-// What ncu is asked for (`--metrics`, `regex:` entries included): kMetrics names each metric the
-// summary reads, by the field it fills.
+// What ncu is asked for (`--metrics`, `regex:` entries for the families whose members differ by
+// architecture): every metric summarize() reads.
 std::vector<std::string> ncu_metrics();
 
 // One row of `ncu --import ... --csv --page raw --print-units base`: a kernel launch.
 struct NcuRow {
-  std::string process;  // "Process Name": the worker binary, attngate_worker_<library>
+  std::string process;  // "Process Name" (ncu may shorten it)
+  int64_t pid = 0;      // "Process ID": the worker's, which ProfiledCall records
   std::string kernel;   // "Kernel Name"
   std::vector<std::pair<std::string, std::string>> values;  // metric name -> its text
   std::optional<double> number(const std::string& metric) const;
@@ -61,10 +63,10 @@ void from_json(const nlohmann::json& j, KernelProfile& k);
 void to_json(nlohmann::json& j, const ProfileDocument& d);
 void from_json(const nlohmann::json& j, ProfileDocument& d);
 
-// The rows of `worker` (every launch of the kernel's call) as one KernelProfile. Throws when the
-// worker has no row (the call was not profiled).
+// The rows of the worker process `pid` (every launch of the kernel's call) as one KernelProfile;
+// `worker` names it. Throws when the process has no row (the call was not profiled).
 KernelProfile summarize(const std::vector<NcuRow>& rows, const std::string& kernel, const std::string& worker,
-                        double flops, double peak_tflops);
+                        int64_t pid, double flops, double peak_tflops);
 
 // At most 40 lines: the scenario, then one column per kernel (side by side with --compare).
 std::string render_summary(const ProfileDocument& d);

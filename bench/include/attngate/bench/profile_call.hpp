@@ -1,0 +1,20 @@
+// What attngate_profile_call (bench/tools) tells `attngate profile` (agent_hooks) about the calls
+// it made: one record per kernel, in `--calls-out FILE` (a JSON array). The worker's pid is how
+// the profile tells the kernels' launches apart in Nsight Compute's report (its Process ID column).
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+namespace attngate::bench {
+
+struct ProfiledCall {
+  std::string kernel;      // attngate's name
+  int64_t worker_pid = 0;  // the worker process the profiled call ran in
+  int64_t nan = 0;         // NaN elements in its output after the call (0 unless it skipped work)
+};
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(ProfiledCall, kernel, worker_pid, nan)
+
+}  // namespace attngate::bench
