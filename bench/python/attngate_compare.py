@@ -9,9 +9,11 @@ CUDA-event time (above 1: the candidate is faster); where attngate_bench ran an 
 comparison (--compare=candidate,X), that speedup and its 95% interval for X. The join and its
 geomeans come from `attngate_stats table` (bench/src/baseline_table.cpp): this script computes no
 statistic of its own. Writes a terminal table, markdown (with device, clocks and versions: the
-dated table the issue asks for), the joined data as JSON, and a PNG: speedup per scenario, and
-TFLOPS per scenario against the device's dense bf16 peak (needs matplotlib; skipped with a note
-otherwise).
+dated table the issue asks for), the joined data as JSON, and a PNG in the FlashAttention-3 paper's
+layout: a panel per (head dim, causal) with sequence length on x, grouped TFLOPS bars per kernel and
+library with 95% intervals, the dense bf16 peak as a line, and the in-process cuDNN's agreement
+with PyTorch's as a ratio plot with the 3% band (needs matplotlib, and the shapes from
+attngate_scenarios; skipped with a note otherwise).
 
   attngate_compare.py --bench gate_attngate.json --baselines gate_baselines.json \\
       --kernels kernels.json --md gate_report.md --png gate_report.png
@@ -22,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import statistics
 import sys
@@ -29,7 +32,7 @@ import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from schema_check import check_schema  # noqa: E402
-from stats_tool import run_stats  # noqa: E402
+from stats_tool import run_stats, scenario_shapes  # noqa: E402
 
 _ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 BASELINE_JOIN_SCHEMA = os.path.join(_ROOT, "bench", "schema", "baseline_join.schema.json")
@@ -151,71 +154,99 @@ def markdown(j, meta):
     return "\n".join(lines) + "\n"
 
 
-def plot(j, peak, path, title):
-    """Two panels: the candidate's speedup per scenario against each baseline, and TFLOPS per
-    scenario of every kernel with the dense bf16 peak."""
+def interval_95(entry):
+    """Half-width of a 95% interval of an entry's TFLOPS, relative: 1.96 cv / sqrt(samples) (the
+    normal approximation for its central value; None without cv or samples)."""
+    cv, n = entry.get("cv"), entry.get("samples")
+    if not cv or not n:
+        return None
+    return 1.96 * float(cv) / math.sqrt(float(n))
+
+
+def panel_key(shape):
+    """The FA3 paper's panels: one per (head dim, causal); grouped-query shapes get their own."""
+    kind = "MHA" if shape["heads_q"] == shape["heads_kv"] else f"GQA {shape['heads_q']}/{shape['heads_kv']}"
+    return (kind != "MHA", shape["head_dim"], shape["causal"], kind)
+
+
+def plot(j, peak, path, meta, shapes, agreement):
+    """The FA3 paper's layout: a panel per (head dim, causal), sequence length on x, grouped TFLOPS
+    bars per kernel and library with 95% intervals, the device's dense peak as a line; dtype,
+    device, versions and date in the title; then the in-process cuDNN's agreement with PyTorch's
+    cuDNN as a time ratio per scenario with the 3% band."""
     try:
         import matplotlib
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
     except ImportError as e:
         return f"plot skipped: matplotlib is not installed ({e})"
-    rows = j["rows"]
-    names = [r["scenario"] for r in rows]
-    # Baselines without a single time (not installed, unsupported everywhere) get no bar or line;
-    # they are named under the title. One colour per kernel in both panels; the candidate black.
-    bs = [b for b in j["baselines"] if any(r["cells"][b]["speedup"] for r in rows)]
-    absent = [LABELS.get(b, b) for b in j["baselines"] if b not in bs]
-    n = len(rows)
-    fig, (ax1, ax2) = plt.subplots(2, 1, figsize=(max(10, 0.45 * n + 4), 10), constrained_layout=True)
-    width = 0.8 / max(1, len(bs))
+    rows = [r for r in j["rows"] if r["scenario"] in shapes]
+    if not rows:
+        return "plot skipped: no scenario shapes (attngate_scenarios not found; pass --attngate-scenarios)"
+    kernels = [j["candidate"]] + [b for b in j["baselines"] if any(r["cells"][b]["entry"] for r in rows)]
+    panels = {}
+    for r in rows:
+        panels.setdefault(panel_key(shapes[r["scenario"]]), []).append(r)
+    keys = sorted(panels)
+    cols = 2
+    nrows = (len(keys) + cols - 1) // cols + (1 if agreement else 0)
+    fig = plt.figure(figsize=(15, 4.2 * nrows), constrained_layout=True)
+    grid = fig.add_gridspec(nrows, cols)
     cmap = plt.get_cmap("tab10")
-    colour = {b: cmap(i % 10) for i, b in enumerate(bs)}
-    colour[j["candidate"]] = "black"
-    top = 1.0
-    for i, b in enumerate(bs):
-        xs, ys = [], []
-        for x, r in enumerate(rows):
-            sp = r["cells"][b]["speedup"]
-            if sp:
-                xs.append(x - 0.4 + width * (i + 0.5))
-                ys.append(sp)
-                top = max(top, sp)
-        g = j["geomean"][b]
-        label = f"vs {LABELS.get(b, b)}" + (f" (geomean {g['geomean']:.3f}x)" if g["n"] else "")
-        ax1.bar(xs, ys, width=width, color=colour[b], label=label)
-    ax1.axhline(1.0, color="black", linewidth=1)
-    ax1.set_ylim(0, top * 1.35)  # room for the legend above the bars
-    ax1.set_ylabel(f"speedup of {j['candidate']}\n(time baseline / time {j['candidate']})")
-    ax1.set_xticks(range(n))
-    ax1.set_xticklabels(names, rotation=60, ha="right", fontsize=8)
-    ax1.set_title(title + (f"\n(no times: {', '.join(absent)})" if absent else ""))
-    ax1.legend(fontsize=8, ncol=min(3, max(1, len(bs))))
-    ax1.grid(axis="y", alpha=0.3)
-    ks = [j["candidate"]] + bs
-    for k in ks:
-        xs, ys = [], []
-        for x, r in enumerate(rows):
-            e = r["candidate"] if k == j["candidate"] else r["cells"][k]["entry"]
-            if e and e["tflops"] > 0:
-                xs.append(x)
-                ys.append(e["tflops"])
-        ax2.plot(xs, ys, marker="o", linestyle="-" if k == j["candidate"] else "--",
-                 linewidth=2.5 if k == j["candidate"] else 1.2, color=colour[k], label=LABELS.get(k, k))
-    if peak:
-        ax2.axhline(peak, color="red", linewidth=1)
-        ax2.text(n - 0.5, peak, f"dense bf16 peak {peak:g} TFLOPS", color="red", ha="right", va="bottom", fontsize=8)
-        ax2.set_ylim(0, peak * 1.08)
-        sec = ax2.secondary_yaxis("right", functions=(lambda t: 100 * t / peak, lambda p: p * peak / 100))
-        sec.set_ylabel("% of peak")
-    ax2.set_ylabel("TFLOPS")
-    ax2.set_xticks(range(n))
-    ax2.set_xticklabels(names, rotation=60, ha="right", fontsize=8)
-    ax2.legend(fontsize=8, ncol=min(4, len(ks)))
-    ax2.grid(alpha=0.3)
-    fig.savefig(path, dpi=130)
+    colour = {k: ("black" if k == j["candidate"] else cmap(i % 10)) for i, k in enumerate(kernels)}
+    width = 0.8 / len(kernels)
+    for p_i, key in enumerate(keys):
+        ax = fig.add_subplot(grid[p_i // cols, p_i % cols])
+        prow = sorted(panels[key], key=lambda r: shapes[r["scenario"]]["seqlen_q"])
+        for k_i, k in enumerate(kernels):
+            for x, r in enumerate(prow):
+                e = r["candidate"] if k == j["candidate"] else r["cells"][k]["entry"]
+                if not e or not e.get("tflops") or e.get("status", "ok") != "ok":
+                    continue
+                half = interval_95(e)
+                ax.bar(x - 0.4 + width * (k_i + 0.5), e["tflops"], width=width, color=colour[k],
+                       yerr=None if half is None else half * e["tflops"], capsize=2, ecolor="0.3",
+                       label=LABELS.get(k, k) if x == 0 else None)
+        if peak:
+            ax.axhline(peak, color="red", linestyle="--", linewidth=1)
+            ax.text(len(prow) - 0.5, peak, f"dense bf16 peak {peak:g}", color="red", ha="right", va="bottom", fontsize=7)
+            ax.set_ylim(0, peak * 1.1)
+        _, d, causal, kind = key
+        ax.set_title(f"head dim {d}, {'causal' if causal else 'non-causal'}" + ("" if kind == "MHA" else f", {kind}"),
+                     fontsize=10)
+        ax.set_xticks(range(len(prow)))
+        ax.set_xlim(-0.5, max(len(prow), 3) - 0.5)  # the same bar width in a panel of one or two lengths
+        ax.set_xticklabels([seq_label(shapes[r["scenario"]]["seqlen_q"]) for r in prow])
+        ax.set_xlabel("sequence length")
+        ax.set_ylabel("TFLOPS")
+        ax.grid(axis="y", alpha=0.3)
+        if p_i == 0:
+            ax.legend(fontsize=7, ncol=min(4, len(kernels)), loc="upper left")
+    if agreement:
+        ax = fig.add_subplot(grid[nrows - 1, :])
+        xs = range(len(agreement))
+        ax.axhspan(0.97, 1.03, color="green", alpha=0.12, label="within 3%")
+        ax.axhline(1.0, color="black", linewidth=0.8)
+        ax.plot(xs, [a["ratio"] for a in agreement], marker="o", linestyle="none", color="black")
+        ax.set_xticks(list(xs))
+        ax.set_xticklabels([a["scenario"] for a in agreement], rotation=60, ha="right", fontsize=7)
+        ax.set_ylabel("time ratio")
+        ax.set_title("agreement: in-process cuDNN time / PyTorch cuDNN time, per scenario "
+                     "(meaningful when both load the same cuDNN)", fontsize=10)
+        ax.legend(fontsize=7, loc="upper right")
+        ax.grid(axis="y", alpha=0.3)
+    v = meta.get("versions", {})
+    ver = ", ".join(f"{k} {v[k]}" for k in ("torch", "fa3-fwd", "flash-attn-4", "PyTorch's cuDNN") if k in v)
+    date = str(meta.get("date", ""))[:10]
+    fig.suptitle(f"{meta['title']}: forward TFLOPS, bf16, {meta.get('device', '?')}, {date}\n{ver}\n"
+                 "bars: central value; whiskers: 95% interval (1.96 cv / sqrt(samples))", fontsize=10)
+    fig.savefig(path, dpi=110)
     plt.close(fig)
-    return f"wrote {path}"
+    return f"wrote {path} ({len(keys)} panels, {len(kernels)} kernels)"
+
+
+def seq_label(n):
+    return f"{n // 1024}k" if n >= 1024 and n % 1024 == 0 else str(n)
 
 
 def build_meta(ctx, base_doc, kernels_doc, candidate, peak):
@@ -300,7 +331,8 @@ def run(args):
                       indent=1, default=str)
         print(f"attngate_compare: wrote {args.json}")
     if args.png:
-        print("attngate_compare: " + plot(j, peak, args.png, meta["title"] + (f" — {meta['device']}" if meta.get("device") else "")))
+        shapes = getattr(args, "shapes", None) or scenario_shapes(getattr(args, "attngate_scenarios", None))
+        print("attngate_compare: " + plot(j, peak, args.png, meta, shapes, agree))
     return 0
 
 
@@ -400,9 +432,13 @@ def self_test(tool):
         t = terminal_table(j)
         check("geomean" in t and "unsupported" in t, "terminal table")
         out_md, out_json, out_png = (os.path.join(d, x) for x in ("r.md", "r.json", "r.png"))
+        shape = {"batch": 1, "seqlen_q": 4096, "seqlen_k": 4096, "heads_q": 16, "heads_kv": 16, "head_dim": 128,
+                 "causal": False}
+        shapes = {"s1": shape, "s2": dict(shape, seqlen_q=8192, seqlen_k=8192),
+                  "prod_s9": dict(shape, causal=True, heads_kv=4)}
         rc = run(argparse.Namespace(bench=[paths["bench"]], baselines=[paths["base"]], kernels=paths["kernels"],
                                     candidate="candidate", metric="event_ms", peak_tflops=0.0, md=out_md,
-                                    json=out_json, png=out_png, attngate_stats=tool))
+                                    json=out_json, png=out_png, attngate_stats=tool, shapes=shapes))
         check(rc == 0 and os.path.exists(out_md) and os.path.exists(out_json), "run() wrote its files")
         with open(out_json) as f:
             written = json.load(f)
@@ -443,6 +479,8 @@ def main(argv=None):
     p.add_argument("--md", help="markdown output")
     p.add_argument("--json", help="joined data as JSON")
     p.add_argument("--png", help="plot (needs matplotlib)")
+    p.add_argument("--attngate-scenarios", metavar="PATH",
+                   help="attngate_scenarios, for the plot's panels (default: build/gpu or build/cpu of this checkout, else PATH)")
     p.add_argument("--attngate-stats", metavar="PATH",
                    help="the attngate_stats binary, which computes the table (default: $ATTNGATE_STATS, else "
                         "build/gpu or build/cpu of this checkout, else PATH)")

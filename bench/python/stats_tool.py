@@ -38,3 +38,21 @@ def run_stats(args, explicit=None):
         return json.loads(p.stdout)
     except json.JSONDecodeError as e:
         raise SystemExit(f"{tool} {args[0]} printed no JSON: {e}")
+
+
+def scenario_shapes(explicit=None, scenario_dir=None):
+    """Every scenario's shape by id, from `attngate_scenarios --json` (the suites' own loader):
+    `explicit`, else build/gpu or build/cpu under the repository, else PATH. {} when there is none."""
+    tool = explicit
+    for preset in ("gpu", "cpu"):
+        p = os.path.join(ROOT, "build", preset, "scenarios", "tools", "attngate_scenarios")
+        if not tool and os.access(p, os.X_OK):
+            tool = p
+    tool = tool or shutil.which("attngate_scenarios")
+    if not tool:
+        return {}
+    args = [tool, "--json"] + (["--scenarios", scenario_dir] if scenario_dir else [])
+    p = subprocess.run(args, capture_output=True, text=True)
+    if p.returncode != 0:
+        raise SystemExit(p.stderr.strip() or f"{tool} --json failed with exit code {p.returncode}")
+    return {s["id"]: s for suite in json.loads(p.stdout)["suites"] for s in suite["scenarios"]}
