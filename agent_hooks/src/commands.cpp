@@ -300,8 +300,11 @@ SupervisorConfig load_supervisor(const Context& ctx) { return supervisor_config(
 
 QuestionBank load_bank(const Context& ctx) { return question_bank(ctx); }
 
+// The repository's own agent_hooks/ first (so a build run with --repo at another checkout reads
+// that checkout's bank, knowledge and thresholds), then the source folder compiled in.
 fs::path default_hooks_dir(const fs::path& repo) {
   if (const char* env = std::getenv("ATTNGATE_HOOKS_DIR"); env && *env) return env;
+  if (fs::exists(repo / "agent_hooks" / "questions.yaml")) return repo / "agent_hooks";
   fs::path compiled = ATTNGATE_HOOKS_SOURCE_DIR;
   if (fs::exists(compiled / "questions.yaml")) return compiled;
   return repo / "agent_hooks";

@@ -73,6 +73,24 @@ TEST(Cli, UsageAndInputErrorsExitTwo) {
   EXPECT_FALSE(fs::exists(sb.ctx.lineage));
 }
 
+// The bank, the knowledge index and the thresholds come from --repo's agent_hooks/ when it has
+// them, not from the checkout this binary was built from.
+TEST(Cli, TheBankAndKnowledgeComeFromTheRepo) {
+  test::Sandbox sb(false);
+  const fs::path shipped = ATTNGATE_HOOKS_DIR_FOR_TESTS, mine = sb.dir / "agent_hooks";
+  fs::create_directories(mine / "knowledge");
+  std::string bank = test::slurp(shipped / "questions.yaml");
+  const std::string from = "Is the kernel bound by memory traffic or by math?";
+  ASSERT_NE(bank.find(from), std::string::npos);
+  bank.replace(bank.find(from), from.size(), "Is this the repository's own bank?");
+  test::write_file(mine / "questions.yaml", bank);
+  fs::copy_file(shipped / "supervisor.yaml", mine / "supervisor.yaml");
+  fs::copy_file(shipped / "knowledge" / "README.md", mine / "knowledge" / "README.md");
+  auto r = attngate(sb, {"ask", "--trigger", "stall"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("Is this the repository's own bank?"), std::string::npos) << r.out;
+}
+
 TEST(Cli, AskPrintsAQuestion) {
   test::Sandbox sb(false);
   auto r = attngate(sb, {"ask", "--trigger", "stall"});
