@@ -69,6 +69,25 @@ def judge(args, reference_doc, run_file, kernel):
     return c
 
 
+def absolute_check(c, kernel, args, failures):
+    """The absolute times against the recorded ones (attngate_stats judge's geomeans of now / recorded
+    event time, per kernel and for the yardstick), with what that means for TFLOPS: a slower
+    yardstick is a driver, toolchain, clock or harness change that the speedups hide. Appends a
+    failure beyond --absolute-threshold; returns the line for the report."""
+    parts = []
+    for who, key in ((kernel, "geomean_kernel_ms_ratio"), (args.yardstick, "geomean_base_ms_ratio")):
+        r = c.get(key)
+        if r is None:
+            failures.append(f"{kernel}: no absolute time ratio for {who} (a scenario lacks its time)")
+            continue
+        parts.append(f"{who} {r:.4f}x the recorded time ({1 / r:.4f}x its TFLOPS)")
+        if r > 1 + args.absolute_threshold:
+            failures.append(f"{who} is {r - 1:.1%} slower than recorded in absolute time (geomean over "
+                            f"{len(c['rows'])} scenarios of {kernel}'s run): a driver, toolchain, clock or harness "
+                            "change slows every kernel alike")
+    return f"{kernel}'s run: " + "; ".join(parts)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--build-dir", default=os.path.join(ROOT, "build", "gpu"))
@@ -78,6 +97,10 @@ def main():
     ap.add_argument("--baseline", help="reference results (default ci/baselines/<gpu>.json)")
     ap.add_argument("--record", action="store_true", help="store this run as the reference")
     ap.add_argument("--threshold", type=float, default=0.02, help="slowdown that fails the run")
+    ap.add_argument("--absolute-threshold", type=float, default=0.05,
+                    help="absolute slowdown (geomean of now / recorded time) of a kernel or of the yardstick that "
+                         "fails the run: a driver, toolchain, clock or harness change slows both alike, which the "
+                         "speedups cannot see (default 0.05: runs of one kernel differ by up to a few percent)")
     ap.add_argument("--time-cap-s", type=float, default=1.0)
     ap.add_argument("--verify-label", default="verify", help="ctest label of the correctness run")
     ap.add_argument("--jobs", type=int, default=8)
@@ -86,6 +109,8 @@ def main():
     args = ap.parse_args()
     if not 0 < args.threshold < 1:
         ap.error("--threshold must be in (0, 1)")
+    if not 0 < args.absolute_threshold < 1:
+        ap.error("--absolute-threshold must be in (0, 1)")
 
     name, driver = gpu_name()
     baseline = args.baseline or os.path.join(ROOT, "ci", "baselines", slug(name) + ".json")
@@ -136,7 +161,7 @@ def main():
         sys.exit(f"regression: {baseline} was recorded for suite {ref.get('suite')} / yardstick "
                  f"{ref.get('yardstick')}, not {args.suite} / {args.yardstick}")
 
-    rows, failures = [], []
+    rows, failures, absolute = [], [], []
     for k in kernels:
         if k not in ref["kernels"]:
             sys.exit(f"regression: {baseline} has no results for kernel {k}")
@@ -162,6 +187,7 @@ def main():
                 failures.append(f"{k}/{sid}: {v['ratio']:.3f}x of the recorded speedup")
         if c["only_in_reference"]:
             failures.append(f"{k}: recorded scenarios not measured: {', '.join(c['only_in_reference'])}")
+        absolute.append(absolute_check(c, k, args, failures))
         # Every recorded scenario has a verdict or is named as not measured: none drops out unseen.
         recorded = {s["id"] for s in ref["kernels"][k].get("scenarios", [])}
         unjudged = sorted(recorded - set(verdicts) - set(c["only_in_reference"]))
@@ -177,6 +203,7 @@ def main():
           f"speedups over `{args.yardstick}` measured interleaved; threshold {args.threshold:.1%}.", "",
           f"- correctness (`ctest -L {args.verify_label}`): {'passed' if correct else 'FAILED'}",
           "- " + ", ".join(f"{v} {n}" for v, n in counts.items() if n)]
+    md += [f"- absolute: {a}" for a in absolute]
     md += [f"- **{f}**" for f in failures]
     changed = [r for r in rows if r["verdict"] not in ("SAME", "NEW")]
     if changed:

@@ -16,18 +16,18 @@ def executable(path, text):
     os.chmod(path, os.stat(path).st_mode | stat.S_IEXEC)
 
 
-def comparison(rows, width=0.005):
+def comparison(rows, width=0.005, ms=1.0):
     return {"schema": "attngate.comparison/1", "kernel": "candidate", "base": "initial", "suite": "gate",
             "device": "NVIDIA H200", "failed": [],
             "scenarios": [{"id": s, "speedup": v, "speedup_ci95": [None, None] if v is None else [v * (1 - width), v * (1 + width)],
-                           "kernel_ms": 1.0, "base_ms": 1.0} for s, v in rows]}
+                           "kernel_ms": ms, "base_ms": ms} for s, v in rows]}
 
 
 class Regression(unittest.TestCase):
     """ci/regression.py end to end on the CPU: nvidia-smi, ctest and attngate_bench are stand-ins, the
     verdicts come from the real attngate_stats (ATTNGATE_STATS), copied into the stand-in build."""
 
-    def run_regression(self, recorded, measured):
+    def run_regression(self, recorded, measured, measured_ms=1.0):
         with tempfile.TemporaryDirectory() as d:
             bin_dir, bench_dir = os.path.join(d, "bin"), os.path.join(d, "build", "bench")
             os.makedirs(bin_dir)
@@ -36,7 +36,7 @@ class Regression(unittest.TestCase):
             executable(os.path.join(bin_dir, "ctest"), "#!/bin/sh\nexit 0\n")
             run_json = os.path.join(d, "run.json")
             with open(run_json, "w") as f:
-                json.dump(comparison(measured), f)
+                json.dump(comparison(measured, ms=measured_ms), f)
             executable(os.path.join(bench_dir, "attngate_bench"),
                        "#!/bin/sh\nfor a in \"$@\"; do case $a in --compare_out=*) cp " + run_json +
                        " \"${a#--compare_out=}\";; esac; done\n")
@@ -56,6 +56,15 @@ class Regression(unittest.TestCase):
         rc, out = self.run_regression([("a", 1.0), ("b", 0.9)], [("a", 1.001), ("b", 0.9)])
         self.assertEqual(rc, 0, out)
         self.assertIn("attngate regression: PASS", out)
+
+    def test_both_kernels_slower_alike_fail_on_absolute_time(self):
+        # Same speedups, every kernel 10% slower: a driver or harness change the ratios cannot see.
+        rc, out = self.run_regression([("a", 1.0), ("b", 0.9)], [("a", 1.0), ("b", 0.9)], measured_ms=1.10)
+        self.assertEqual(rc, 1, out)
+        self.assertIn("initial is 10.0% slower than recorded in absolute time", out)
+        self.assertIn("candidate 1.1000x the recorded time (0.9091x its TFLOPS)", out)
+        rc, out = self.run_regression([("a", 1.0), ("b", 0.9)], [("a", 1.0), ("b", 0.9)], measured_ms=1.02)
+        self.assertEqual(rc, 0, out)  # within --absolute-threshold (5%)
 
     def test_a_slowdown_fails(self):
         rc, out = self.run_regression([("a", 1.0), ("b", 0.9)], [("a", 1.0), ("b", 0.5)])
