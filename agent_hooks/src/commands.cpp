@@ -1,3 +1,4 @@
+#include "attngate/hooks/reason_codes.hpp"
 #include "attngate/hooks/commands.hpp"
 
 #include <unistd.h>
@@ -469,7 +470,7 @@ fs::path build_dir_of(const Context& ctx, const GateOptions& o) {
 
 void fail_with(GateReport& report, const std::string& code, const std::string& detail) {
   report.verdict = "fail";
-  report.reasons.push_back({code, {}, detail});
+  report.reasons.push_back({checked_reason_code(code), {}, detail});
 }
 
 // The source folder a build folder was configured from (CMakeCache.txt's CMAKE_HOME_DIRECTORY).

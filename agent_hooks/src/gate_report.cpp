@@ -1,3 +1,4 @@
+#include "attngate/hooks/reason_codes.hpp"
 #include "attngate/hooks/gate_report.hpp"
 
 #include <unistd.h>
@@ -167,6 +168,7 @@ std::map<std::string, LoggedTest> parse_ctest_log(const std::string& text) {
 class Reasons {
  public:
   void add(const std::string& code, const std::string& scenario, const std::string& detail) {
+    checked_reason_code(code);
     for (auto& r : reasons_)
       if (r.code == code) {
         if (!scenario.empty() && std::find(r.scenarios.begin(), r.scenarios.end(), scenario) == r.scenarios.end())
@@ -980,7 +982,7 @@ GateReportOutput build_gate_report(const ReportInputs& in) {
 
       std::vector<std::string>& flags = row.flags;
       auto flag = [&](const std::string& code, const std::string& detail, bool failure = true) {
-        flags.push_back(code);
+        flags.push_back(checked_reason_code(code));
         if (failure) reasons.add(code, id, id + ": " + detail);
       };
       if (auto sp = ps.speedup; sp && *sp < floor)

@@ -1,3 +1,4 @@
+#include "attngate/hooks/reason_codes.hpp"
 #include "attngate/hooks/report.hpp"
 
 #include <fstream>
@@ -62,7 +63,7 @@ GateReport load_report(const std::filesystem::path& file) {
 GateReport synthesized_failure(const std::string& code, const std::string& detail) {
   GateReport r;
   r.verdict = "fail";
-  r.reasons.push_back({code, {}, detail});
+  r.reasons.push_back({checked_reason_code(code), {}, detail});
   return r;
 }
 
