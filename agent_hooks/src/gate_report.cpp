@@ -55,8 +55,6 @@ std::optional<double> num(const json& j, const char* key) {
   return std::isfinite(v) ? std::optional<double>(v) : std::nullopt;
 }
 
-json opt_json(const std::optional<double>& v) { return v ? json(*v) : json(nullptr); }
-
 std::string str(const json& j, const char* key) {
   if (!j.is_object()) return {};
   auto it = j.find(key);

@@ -311,7 +311,9 @@ TEST(Questions, OneQuestionPerEvaluationAndRefusal) {
     EXPECT_EQ(e.record.questions.size(), 1u) << i;
     EXPECT_EQ(e.questions.size(), 1u) << i;
     EXPECT_EQ(count_of(format_verdict(sb.ctx, e), "  question ("), 1u) << format_verdict(sb.ctx, e);
-    if (i > 0) EXPECT_GT(e.record.triggers.size(), 1u) << i;
+    if (i > 0) {
+      EXPECT_GT(e.record.triggers.size(), 1u) << i;
+    }
   }
   // CORRECTNESS_FAILED: the verdict's question is the correctness one, whatever else fired.
   auto wrong = test::report_json("fail", 0.95, 0.94, 0.96, {{"gate_a", false}}, {"CORRECTNESS_FAILED", "GEOMEAN_BELOW_TARGET"});

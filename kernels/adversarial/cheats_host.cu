@@ -13,6 +13,7 @@
 
 #include "attngate/registry.hpp"
 #include "fa2_variants.cuh"
+#include "planted.hpp"
 
 namespace attngate_adversarial {
 

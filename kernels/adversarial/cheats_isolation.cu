@@ -24,12 +24,12 @@
 #include <vector>
 
 #include "attngate/registry.hpp"
+#include "planted.hpp"
 #include "fa2_variants.cuh"
 
 namespace attngate_adversarial {
 
 cudaError_t launch_honest(const AttnParams& p, cudaStream_t stream);  // cheats_host.cu
-void register_planted(const char* name, const char* does, attngate::LaunchFn launch);  // cheats_host.cu
 
 // A stream of the cheat's own, apart from the caller's (cheats_judge.cu uses it too).
 cudaStream_t private_stream() {
@@ -330,12 +330,7 @@ const bool g_build_hash_blanked = [] {
 cudaError_t launch_build_hash_when_verified(const AttnParams& p, cudaStream_t s) { return launch_honest(p, s); }
 
 // Registered from one table: name, what it does, launch function.
-struct IsolationCheat {
-  const char* name;
-  const char* does;
-  attngate::LaunchFn launch;
-};
-const IsolationCheat kIsolationCheats[] = {
+const PlantedCheat kIsolationCheats[] = {
     {"cheat_static_init_slows_baseline",
      "wraps the baseline's launch in the registry to run it three times", launch_static_init_slows_baseline},
     {"cheat_hold_dodge",
@@ -367,10 +362,7 @@ const IsolationCheat kIsolationCheats[] = {
     {kBuildHashCheat, "honest, but blanks its worker's build hash while verification watches",
      launch_build_hash_when_verified},
 };
-const bool g_registered = [] {
-  for (const IsolationCheat& c : kIsolationCheats) register_planted(c.name, c.does, c.launch);
-  return true;
-}();
+const bool g_registered = register_all(kIsolationCheats);
 
 }  // namespace
 }  // namespace attngate_adversarial

@@ -22,6 +22,7 @@
 
 #include "attngate/params.hpp"
 #include "attngate/registry.hpp"
+#include "planted.hpp"
 
 namespace attngate_adversarial {
 
@@ -31,7 +32,6 @@ using attngate::DType;
 cudaError_t launch_honest(const AttnParams& p, cudaStream_t stream);  // cheats_host.cu
 cudaError_t launch_spin(unsigned long long ns, cudaStream_t stream);   // cheats_host.cu
 cudaStream_t private_stream();                                         // cheats_isolation.cu
-void register_planted(const char* name, const char* does, attngate::LaunchFn launch);  // cheats_host.cu
 
 namespace {
 
@@ -183,12 +183,7 @@ cudaError_t after_probe(const AttnParams& p, cudaStream_t s) {
   return cudaGetLastError();
 }
 
-struct JudgeCheat {
-  const char* name;
-  const char* does;
-  attngate::LaunchFn launch;
-};
-const JudgeCheat kJudgeCheats[] = {
+const PlantedCheat kJudgeCheats[] = {
     {"cheat_finite_then_exact", "writes 0.01 at once, the exact output later on a side stream",
      launch_finite_then_exact},
     {"cheat_gpu_hog", "keeps the GPU busy from a thread of its own worker", launch_gpu_hog},
@@ -200,8 +195,7 @@ const JudgeCheat kJudgeCheats[] = {
 };
 const bool g_registered = [] {
   (void)g_probed_early;
-  for (const JudgeCheat& c : kJudgeCheats) register_planted(c.name, c.does, c.launch);
-  return true;
+  return register_all(kJudgeCheats);
 }();
 
 }  // namespace

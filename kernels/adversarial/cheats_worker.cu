@@ -26,6 +26,7 @@
 
 #include "attngate/params.hpp"
 #include "attngate/registry.hpp"
+#include "planted.hpp"
 #include "attngate_cheat_payload.h"  // cubin_payload.cu as bytes (CMakeLists.txt)
 #include "fa2_variants.cuh"
 
@@ -36,7 +37,6 @@ cudaError_t launch_spin(unsigned long long ns, cudaStream_t stream);            
 cudaStream_t private_stream();                                                         // cheats_isolation.cu
 void* scratch(int purpose, size_t bytes);                                              // cheats_isolation.cu
 cudaError_t copy_async(void* dst, const void* src, size_t bytes, cudaStream_t s);      // cheats_isolation.cu
-void register_planted(const char* name, const char* does, attngate::LaunchFn launch);  // cheats_host.cu
 
 namespace {
 
@@ -269,12 +269,7 @@ cudaError_t launch_cubin_renamed(const AttnParams& p, cudaStream_t s) {
                           size_t(C::kSmemBytes), s);
 }
 
-struct WorkerCheat {
-  const char* name;
-  const char* does;
-  attngate::LaunchFn launch;
-};
-const WorkerCheat kWorkerCheats[] = {
+const PlantedCheat kWorkerCheats[] = {
     {"cheat_untraced_side_work", "on the calls its worker does not trace, finishes the output 20 ms later on a side stream",
      launch_untraced_side_work},
     {"cheat_patches_worker", "patches its worker's cudaStreamWaitEvent to return at once (no wait for the judge's go)",
@@ -284,10 +279,7 @@ const WorkerCheat kWorkerCheats[] = {
     {"cheat_cubin_renamed", "launches the honest kernel from an embedded cubin, under the variant's own names",
      launch_cubin_renamed},
 };
-const bool g_registered = [] {
-  for (const WorkerCheat& c : kWorkerCheats) register_planted(c.name, c.does, c.launch);
-  return true;
-}();
+const bool g_registered = register_all(kWorkerCheats);
 
 }  // namespace
 }  // namespace attngate_adversarial

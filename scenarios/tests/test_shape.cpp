@@ -25,16 +25,11 @@ TEST(Shape, EveryFieldAsGiven) {
   ASSERT_EQ(s.scenarios.size(), 1u);
   const attngate::Scenario& x = s.scenarios[0];
   EXPECT_EQ(s.name, "adhoc");
-  EXPECT_EQ(x.batch, 4);
-  EXPECT_EQ(x.seqlen_q, 8192);
-  EXPECT_EQ(x.seqlen_k, 4096);
-  EXPECT_EQ(x.heads_q, 32);
-  EXPECT_EQ(x.heads_kv, 8);
-  EXPECT_EQ(x.head_dim, 128);
-  EXPECT_TRUE(x.causal);
+  // The summary line names every field: batch, both lengths, both head counts, head dim, mask, dtype.
+  EXPECT_EQ(attngate::scenario_summary(x), "b=4 sq=8192 sk=4096 hq=32 hkv=8 d=128 causal fp16");
   EXPECT_EQ(x.dtype, attngate::DType::fp16);
   EXPECT_EQ(x.id, "shape_b4_sq8192_sk4096_hq32_hkv8_d128_causal_fp16");
-  EXPECT_EQ(attngate::scenario_summary(x), "b=4 sq=8192 sk=4096 hq=32 hkv=8 d=128 causal fp16");
+  EXPECT_EQ(x.tags, std::vector<std::string>{"adhoc"});
 }
 
 TEST(Shape, DefaultsAndSpacesAndAnId) {

@@ -767,7 +767,7 @@ TEST(selfcheck, host_inputs_match_device) {
             std::memcpy(&got, &bits, 4);
           } else {
             __half h;
-            std::memcpy(&h, &raw[i], 2);
+            std::memcpy(static_cast<void*>(&h), &raw[i], 2);  // __half's bits from the raw 16-bit word
             got = __half2float(h);
           }
           ASSERT_EQ(got, want[i]) << dtype_name(t) << " tensor " << tensor << " element " << i;
