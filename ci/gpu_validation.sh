@@ -3,7 +3,9 @@
 # build, unit tests, every verify test, the gate (pass at a loose target, fail at a tight one,
 # fail on a broken candidate), the planted cheats, the sanitizers, and the benchmark figures.
 # Stages can be chosen: ci/gpu_validation.sh OUT [build unit verify gate adversarial sanitize bench
-# cudnn fa4 baselines cudnn_torch multigpu]. The last five are not in the default set: cudnn and
+# profile cudnn fa4 baselines cudnn_torch multigpu]. The last six are not in the default set: profile
+# runs `attngate profile` of candidate and initial on two gate scenarios, an Nsight Systems capture
+# of a timed run (its NVTX ranges) and Google Benchmark's compare.py on two --rounds-out runs; cudnn and
 # cudnn_torch need the cudnn-frontend headers and ATTNGATE_CMAKE_ARGS=-DATTNGATE_CUDNN=ON, fa4 the
 # wheels of ci/fetch_fa4_wheels.sh (ATTNGATE_FA4_WHEELS, default .whl/), multigpu several GPUs
 # (ATTNGATE_SLOTS_PER_GPU tests at a time on each, default 8; ATTNGATE_GPU_COUNTS the GPU counts to
@@ -87,6 +89,36 @@ if has bench; then
   bench/attngate_bench --suite=prod --benchmark_filter='^(initial|cudnn)/' --benchmark_out="$out/prod_bench.json" \
     --benchmark_out_format=json >"$out/prod_bench.log" 2>&1
   echo "prod bench rc=$?"
+fi
+if has profile; then
+  step "attngate profile, candidate against initial, two gate scenarios"
+  for s in gate_mha_d128_s4096_causal gate_mha_d64_s16384; do
+    agent_hooks/attngate --repo "$root" profile --build-dir "$b" --scenario "$s" --compare initial \
+      >"$out/profile_$s.txt" 2>&1; echo "profile $s rc=$?"; cat "$out/profile_$s.txt"
+    cp "profile/$s/profile.json" "$out/profile_$s.json" 2>/dev/null
+  done
+  ctest -L profile --output-on-failure >"$out/profile_ctest.log" 2>&1; summary "$out/profile_ctest.log"
+  step "Nsight Systems: the NVTX ranges of one timed scenario"
+  if command -v nsys >/dev/null; then
+    nsys profile --trace=cuda,nvtx --force-overwrite=true -o "$out/nsys_gate" bench/attngate_bench_judge \
+      --worker=kernels/worker/attngate_worker_initial --worker=kernels/worker/attngate_worker_candidate \
+      --suite=gate --compare=candidate,initial --time-cap-s=0.1 --benchmark_filter='gate_mha_d128_s4096_causal$' \
+      >"$out/nsys.log" 2>&1; echo "nsys rc=$?"
+    nsys stats --report nvtx_sum "$out/nsys_gate.nsys-rep" >"$out/nsys_nvtx.txt" 2>&1; head -30 "$out/nsys_nvtx.txt"
+  else
+    echo "nsys not found: no capture"
+  fi
+  step "Google Benchmark's compare.py on two runs of the gate suite (--rounds-out)"
+  for r in 1 2; do
+    bench/attngate_bench_judge --worker=kernels/worker/attngate_worker_initial \
+      --worker=kernels/worker/attngate_worker_candidate --suite=gate --compare=candidate,initial \
+      --rounds-out="$out/rounds$r.json" >"$out/rounds$r.log" 2>&1; echo "rounds run $r rc=$?"
+  done
+  for c in /usr/share/benchmark/compare.py "$root/.carry/benchmark_tools/compare.py"; do
+    [[ -f $c ]] || continue
+    python3 "$c" -a --display_aggregates_only benchmarks "$out/rounds1.json" "$out/rounds2.json" \
+      >"$out/compare_py.txt" 2>&1; echo "compare.py rc=$?"; tail -12 "$out/compare_py.txt"; break
+  done
 fi
 if has cudnn; then
   step "cudnn: every verify test and its own GPU checks"
