@@ -552,7 +552,7 @@ std::optional<json> run_gate_tests(std::ostream& err, const fs::path& scenarios,
   {
     // --quiet: the build and ctest output goes to the log, so say on stderr how far the gate is.
     std::optional<ProgressReporter> progress;
-    if (o.quiet) {
+    if (o.quiet && o.progress) {
       try {
         progress.emplace(gate_progress_paths(scenarios, build), started, progress_clock_start(), err);
       } catch (const std::exception& e) {  // display only: the gate runs on without it
@@ -607,9 +607,10 @@ std::optional<json> build_and_test(const Context& ctx, const GateOptions& o, con
   // The report is trusted only if this run wrote it: a stale one would describe another candidate.
   auto started = fs::file_time_type::clock::now();
   (void)progress_clock_start();  // the progress lines count from here
-  if (o.quiet) *ctx.err << "attngate: build " << build.string() << " (output in " << log.string() << ")" << std::endl;
+  const bool lines = o.quiet && o.progress;
+  if (lines) *ctx.err << "attngate: build " << build.string() << " (output in " << log.string() << ")" << std::endl;
   auto build_result = run_process({"cmake", "--build", build.string()}, ro);
-  if (o.quiet)
+  if (lines)
     *ctx.err << "attngate: build " << (build_result.exit_code == 0 ? "done" : "failed") << " ("
               << fmt("%.0f", progress_seconds()) << " s)" << std::endl;
   in.build_exit = build_result.exit_code;
@@ -1348,6 +1349,7 @@ int cmd_stop_hook(const Context& ctx, const std::string& hook_input, const GateO
     }
     GateOptions quiet = o;
     quiet.quiet = true;
+    quiet.progress = false;  // the runner hands a refusal's stderr to the agent: the reason only
     EvaluationInput in;
     in.source = "stop_hook";
     in.session = session;

@@ -164,9 +164,18 @@ def interval_95(entry):
 
 
 def panel_key(shape):
-    """The FA3 paper's panels: one per (head dim, causal); grouped-query shapes get their own."""
+    """The FA3 paper's panels: one per (head dim, causal) and dtype; grouped-query shapes get their own."""
     kind = "MHA" if shape["heads_q"] == shape["heads_kv"] else f"GQA {shape['heads_q']}/{shape['heads_kv']}"
-    return (kind != "MHA", shape["head_dim"], shape["causal"], kind)
+    return (kind != "MHA", shape.get("dtype", "bf16"), shape["head_dim"], shape["causal"], kind)
+
+
+def tick_label(shape, crowded):
+    """The sequence length, with batch and key length where a panel has two shapes of one length."""
+    sq = seq_label(shape["seqlen_q"])
+    if not crowded:
+        return sq
+    sk = "" if shape["seqlen_k"] == shape["seqlen_q"] else f"/{seq_label(shape['seqlen_k'])}"
+    return f"{sq}{sk}\nb={shape['batch']}"
 
 
 def plot(j, peak, path, meta, shapes, agreement):
@@ -188,6 +197,8 @@ def plot(j, peak, path, meta, shapes, agreement):
     for r in rows:
         panels.setdefault(panel_key(shapes[r["scenario"]]), []).append(r)
     keys = sorted(panels)
+    dtypes = sorted({k[1] for k in keys})
+    dropped = len(j["rows"]) - len(rows)
     cols = 2
     nrows = (len(keys) + cols - 1) // cols + (1 if agreement else 0)
     fig = plt.figure(figsize=(15, 4.2 * nrows), constrained_layout=True)
@@ -195,9 +206,12 @@ def plot(j, peak, path, meta, shapes, agreement):
     cmap = plt.get_cmap("tab10")
     colour = {k: ("black" if k == j["candidate"] else cmap(i % 10)) for i, k in enumerate(kernels)}
     width = 0.8 / len(kernels)
+    labelled, legend, axes = set(), [[], []], []
     for p_i, key in enumerate(keys):
         ax = fig.add_subplot(grid[p_i // cols, p_i % cols])
-        prow = sorted(panels[key], key=lambda r: shapes[r["scenario"]]["seqlen_q"])
+        prow = sorted(panels[key], key=lambda r: (shapes[r["scenario"]]["seqlen_q"], shapes[r["scenario"]]["batch"]))
+        lengths = [shapes[r["scenario"]]["seqlen_q"] for r in prow]
+        crowded = len(set(lengths)) < len(lengths)
         for k_i, k in enumerate(kernels):
             for x, r in enumerate(prow):
                 e = r["candidate"] if k == j["candidate"] else r["cells"][k]["entry"]
@@ -206,22 +220,27 @@ def plot(j, peak, path, meta, shapes, agreement):
                 half = interval_95(e)
                 ax.bar(x - 0.4 + width * (k_i + 0.5), e["tflops"], width=width, color=colour[k],
                        yerr=None if half is None else half * e["tflops"], capsize=2, ecolor="0.3",
-                       label=LABELS.get(k, k) if x == 0 else None)
+                       label=None if k in labelled else LABELS.get(k, k))
+                labelled.add(k)
         if peak:
             ax.axhline(peak, color="red", linestyle="--", linewidth=1)
             ax.text(len(prow) - 0.5, peak, f"dense bf16 peak {peak:g}", color="red", ha="right", va="bottom", fontsize=7)
             ax.set_ylim(0, peak * 1.1)
-        _, d, causal, kind = key
-        ax.set_title(f"head dim {d}, {'causal' if causal else 'non-causal'}" + ("" if kind == "MHA" else f", {kind}"),
-                     fontsize=10)
+        _, dtype, d, causal, kind = key
+        ax.set_title(f"head dim {d}, {'causal' if causal else 'non-causal'}" + ("" if kind == "MHA" else f", {kind}")
+                     + (f", {dtype}" if len(dtypes) > 1 else ""), fontsize=10)
         ax.set_xticks(range(len(prow)))
         ax.set_xlim(-0.5, max(len(prow), 3) - 0.5)  # the same bar width in a panel of one or two lengths
-        ax.set_xticklabels([seq_label(shapes[r["scenario"]]["seqlen_q"]) for r in prow])
+        ax.set_xticklabels([tick_label(shapes[r["scenario"]], crowded) for r in prow], fontsize=8 if crowded else None)
         ax.set_xlabel("sequence length")
         ax.set_ylabel("TFLOPS")
         ax.grid(axis="y", alpha=0.3)
-        if p_i == 0:
-            ax.legend(fontsize=7, ncol=min(4, len(kernels)), loc="upper left")
+        h, l = ax.get_legend_handles_labels()
+        legend[0] += h
+        legend[1] += l
+        axes.append(ax)
+    if axes and legend[0]:  # every kernel once, wherever its first bar is
+        axes[0].legend(legend[0], legend[1], fontsize=7, ncol=min(4, len(kernels)), loc="upper left")
     if agreement:
         ax = fig.add_subplot(grid[nrows - 1, :])
         xs = range(len(agreement))
@@ -238,11 +257,12 @@ def plot(j, peak, path, meta, shapes, agreement):
     v = meta.get("versions", {})
     ver = ", ".join(f"{k} {v[k]}" for k in ("torch", "fa3-fwd", "flash-attn-4", "PyTorch's cuDNN") if k in v)
     date = str(meta.get("date", ""))[:10]
-    fig.suptitle(f"{meta['title']}: forward TFLOPS, bf16, {meta.get('device', '?')}, {date}\n{ver}\n"
-                 "bars: central value; whiskers: 95% interval (1.96 cv / sqrt(samples))", fontsize=10)
+    fig.suptitle(f"{meta['title']}: forward TFLOPS, {', '.join(dtypes)}, {meta.get('device', '?')}, {date}\n{ver}\n"
+                 "bars: central value; whiskers: 95% interval (1.96 cv / sqrt(samples))"
+                 + (f"\n({dropped} rows without a known shape left out)" if dropped else ""), fontsize=10)
     fig.savefig(path, dpi=110)
     plt.close(fig)
-    return f"wrote {path} ({len(keys)} panels, {len(kernels)} kernels)"
+    return f"wrote {path} ({len(keys)} panels, {len(kernels)} kernels" + (f", {dropped} rows without a shape left out)" if dropped else ")")
 
 
 def seq_label(n):

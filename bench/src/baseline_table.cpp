@@ -215,6 +215,7 @@ Entries read_baselines(const NamedDocument& file) {
     e["main_kernel"] = get_or(r, "main_kernel", "");
     e["check"] = get_or(r, "check", nullptr);
     e["cv"] = get_or(r, "cv", 0.0);
+    e["samples"] = get_or(r, "samples", 0);  // with cv: the plot's interval
     out[{baseline, scenario}] = std::move(e);
   }
   return out;

@@ -229,8 +229,8 @@ bool clock_capped(const Measurement& m, double tolerance) {
 
 // Every timed call of every (kernel, scenario), for --rounds-out.
 std::vector<RoundSeries> g_rounds;
-void keep_rounds(const KernelSeries& k, const Scenario& s) {
-  g_rounds.push_back({k.kernel + "/" + s.id, k.event_ms, k.wall_ms});
+void keep_rounds(const KernelSeries& k, const Scenario& s, const std::string& suffix = "") {
+  g_rounds.push_back({k.kernel + suffix + "/" + s.id, k.event_ms, k.wall_ms});
 }
 
 void run_single(benchmark::State& st, Harness& h, const KernelInfo* k, const Scenario& s,
@@ -278,13 +278,19 @@ std::map<std::string, BaselineAlone> g_baseline_alone;
 struct ProgressFile {
   std::string path;  // empty: none
   TimingProgress now;
-  void finished(const std::string& scenario) {
+  // Display only: a file that cannot be written is skipped, never an error of the run.
+  void finished(const std::string& scenario) noexcept {
     if (path.empty()) return;
-    ++now.done;
-    now.scenario = scenario;
-    const std::string tmp = path + ".tmp";
-    std::ofstream(tmp) << nlohmann::json(now).dump() << "\n";
-    std::filesystem::rename(tmp, path);
+    try {
+      ++now.done;
+      now.scenario = scenario;
+      const std::string tmp = path + ".tmp";
+      std::ofstream f(tmp);
+      f << nlohmann::json(now).dump() << "\n";
+      std::error_code ec;
+      if (f.flush()) std::filesystem::rename(tmp, path, ec);
+    } catch (const std::exception&) {
+    }
   }
 };
 ProgressFile g_progress;
@@ -320,7 +326,7 @@ void run_compare(benchmark::State& st, Harness& h, const KernelInfo* k, const Ke
   const KernelSeries& ks = m->series[0];
   const KernelSeries& bs = m->series[1];
   keep_rounds(ks, s);
-  keep_rounds(bs, s);
+  keep_rounds(bs, s, bs.kernel == ks.kernel ? "_base" : "");  // an A/A run keeps its two series apart
   ComparisonRow row = comparison_row(s, *m, ctx);
   if (auto alone = g_baseline_alone.find(s.id); alone != g_baseline_alone.end()) {
     row.base.fields.push_back({"alone_event_ms", alone->second.event_ms});
@@ -527,7 +533,8 @@ int run(int argc, char** argv) {
   if (!opt.compare_kernel.empty() && !opt.compare_out.empty()) {
     g_progress.path = opt.compare_out + ".progress";
     g_progress.now.total = registered;
-    std::filesystem::remove(g_progress.path);
+    std::error_code ec;
+    std::filesystem::remove(g_progress.path, ec);
   }
 
   benchmark::RunSpecifiedBenchmarks();

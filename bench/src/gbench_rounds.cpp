@@ -31,21 +31,33 @@ double stddev_of(const std::vector<double>& v) {
   return std::sqrt(ss / double(v.size() - 1));
 }
 
+// The medians of `points` consecutive, near-equal blocks of v (v itself when it is shorter), in order.
+std::vector<double> block_medians(const std::vector<double>& v, size_t points) {
+  if (v.size() <= points) return v;
+  std::vector<double> out;
+  for (size_t b = 0; b < points; ++b) {
+    const size_t lo = b * v.size() / points, hi = (b + 1) * v.size() / points;
+    out.push_back(median_of(std::vector<double>(v.begin() + long(lo), v.begin() + long(hi))));
+  }
+  return out;
+}
+
 }  // namespace
 
 nlohmann::json gbench_rounds_document(const std::vector<RoundSeries>& series, const nlohmann::json& context) {
   nlohmann::json benchmarks = nlohmann::json::array();
   for (const RoundSeries& s : series) {
-    const size_t n = std::min(s.real_ms.size(), s.cpu_ms.size());
-    if (n == 0) continue;
+    const size_t calls = std::min(s.real_ms.size(), s.cpu_ms.size());
+    if (calls == 0) continue;
+    const std::vector<double> real = block_medians({s.real_ms.begin(), s.real_ms.begin() + long(calls)}, kRoundPoints),
+                              cpu = block_medians({s.cpu_ms.begin(), s.cpu_ms.begin() + long(calls)}, kRoundPoints);
+    const size_t n = real.size();
     for (size_t i = 0; i < n; ++i) {
-      nlohmann::json r = record(s, s.real_ms[i], s.cpu_ms[i]);
+      nlohmann::json r = record(s, real[i], cpu[i]);
       r["repetitions"] = int(n);
       r["repetition_index"] = int(i);
       benchmarks.push_back(std::move(r));
     }
-    const std::vector<double> real(s.real_ms.begin(), s.real_ms.begin() + long(n)),
-        cpu(s.cpu_ms.begin(), s.cpu_ms.begin() + long(n));
     for (const auto& [agg, fn] : {std::pair{"mean", &mean_of}, std::pair{"stddev", &stddev_of}}) {
       nlohmann::json r = record(s, fn(real), fn(cpu));
       r["name"] = s.name + "_" + agg;

@@ -58,7 +58,7 @@ std::map<std::string, std::string> fields_of(const std::string& spec) {
       continue;
     }
     const std::string key = item.substr(0, eq), value = item.substr(eq + 1);
-    if (key == "id") set("id", value, item);
+    if (key == "id") set("id", value.rfind("adhoc_", 0) == 0 ? value : "adhoc_" + value, item);  // never a suite's id
     else if (key == "dtype") set("dtype", value, item);
     else if (auto it = kNumbers.find(key); it != kNumbers.end()) {
       if (!all_digits(value)) bad(spec, "'" + item + "': " + key + " must be a positive integer");

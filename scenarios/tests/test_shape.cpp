@@ -39,7 +39,7 @@ TEST(Shape, DefaultsAndSpacesAndAnId) {
   EXPECT_EQ(s.scenarios[0].heads_kv, 16);
   EXPECT_FALSE(s.scenarios[0].causal);
   EXPECT_EQ(s.scenarios[0].dtype, attngate::DType::bf16);
-  EXPECT_EQ(s.scenarios[1].id, "mine");
+  EXPECT_EQ(s.scenarios[1].id, "adhoc_mine");  // prefixed: an ad-hoc shape never takes a suite's id
   EXPECT_EQ(s.scenarios[1].seqlen_k, 33);
 }
 

@@ -80,7 +80,8 @@ std::vector<Suite> load_suite_dir(const std::filesystem::path& dir);
 
 // A suite named `name` of ad-hoc shapes, one per spec ("b=4,sq=8192,sk=8192,hq=32,hkv=8,d=128,causal,bf16";
 // commas or spaces between items; sk defaults to sq, hkv to hq; noncausal and bf16 unless said; id=NAME
-// names it, else shape_b4_sq8192_...), loaded by the same rules as a suite file. Throws ScenarioError
+// names it adhoc_NAME, else shape_b4_sq8192_..., so that it never takes a suite's id), loaded by the
+// same rules as a suite file. Throws ScenarioError
 // naming the spec on an unknown key, a repeated one, a missing one or what the loader refuses.
 Suite adhoc_suite(const std::vector<std::string>& specs, const std::string& name = "adhoc");
 

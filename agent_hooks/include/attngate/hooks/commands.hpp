@@ -53,6 +53,7 @@ struct GateOptions {
   std::optional<double> target;          // geomean target, passed as ATTNGATE_GEOMEAN_TARGET
   std::vector<std::string> ctest_args;   // appended to ctest's command line
   bool quiet = false;                    // build/ctest output to <build>/gate/attngate_gate.log
+  bool progress = true;                  // with quiet: a line per stage on stderr (not the stop hook's)
   bool json = false;                     // one JSON object (gate_result.hpp) on stdout, the text on stderr
   bool dry_run = false;                  // simulate the gate on the CPU (dry_run.hpp)
   std::string note;                      // stored with the evaluation in the lineage
