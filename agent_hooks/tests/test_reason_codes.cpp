@@ -48,20 +48,23 @@ TEST(ReasonCodes, TheReadmesTableListsExactlyTheTable) {
   for (const auto& r : attngate::hooks::kReasonCodes) EXPECT_EQ(by_attngate.count(r.code) == 1, r.by_attngate) << r.code;
 }
 
-TEST(ReasonCodes, TheSchemaEnumeratesExactlyTheTable) {
-  const auto schema = nlohmann::json::parse(slurp(kHooks / "schema" / "gate_report.schema.json"));
-  const auto& code = schema.at("$defs").at("reason").at("properties").at("code");
-  ASSERT_TRUE(code.contains("enum")) << code.dump();
-  std::set<std::string> listed;
-  for (const auto& c : code.at("enum")) listed.insert(c.get<std::string>());
-  EXPECT_EQ(listed, table());
+// report.json's schema and `gate --json`'s.
+TEST(ReasonCodes, TheSchemasEnumerateExactlyTheTable) {
+  for (const char* file : {"gate_report.schema.json", "gate_result.schema.json"}) {
+    const auto schema = nlohmann::json::parse(slurp(kHooks / "schema" / file));
+    const auto& code = schema.at("$defs").at("reason").at("properties").at("code");
+    ASSERT_TRUE(code.contains("enum")) << file << ": " << code.dump();
+    std::set<std::string> listed;
+    for (const auto& c : code.at("enum")) listed.insert(c.get<std::string>());
+    EXPECT_EQ(listed, table()) << file;
+  }
 }
 
 // Every code literal the writers use (reasons.add, flag, fail_with, synthesized_failure, a
-// reasons.push_back of a literal, a `code = "..."` choice) is in the table; a new one must be added there, to the README and the schema.
+// reasons.push_back or a `return {"CODE", ...}` of a literal, a `code = "..."` choice) is in the table; a new one must be added there, to the README and the schema.
 TEST(ReasonCodes, EveryCodeTheSourcesWriteIsInTheTable) {
   const std::regex use(
-      R"re((?:reasons\.add\(|flag\(|fail_with\([^,]+,|synthesized_failure\(|reasons\.push_back\(\{)\s*"([A-Z][A-Z_]+)"|code = "([A-Z][A-Z_]+)")re");
+      R"re((?:reasons\.add\(|flag\(|fail_with\([^,]+,|synthesized_failure\(|reasons\.push_back\(\{|return \{)\s*"([A-Z][A-Z_]+)"|code = "([A-Z][A-Z_]+)")re");
   const auto known = table();
   int seen = 0;
   for (const auto& f : fs::directory_iterator(kHooks / "src")) {
