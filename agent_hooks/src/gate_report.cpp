@@ -724,6 +724,14 @@ static std::vector<const Suite*> correctness_suites(const std::vector<Suite>& su
   return out;
 }
 
+GateCheckPlan gate_check_plan(const fs::path& scenarios_dir) {
+  const auto suites = load_suites(scenarios_dir);
+  const Suite& gate = find_suite(suites, "gate", scenarios_dir);
+  GateCheckPlan plan{kernel_of(ReportInputs{}, gate), 0};
+  for (const Suite* s : correctness_suites(suites, gate, scenarios_dir)) plan.scenarios += int(s->scenarios.size());
+  return plan;
+}
+
 void prepare_gate(const ReportInputs& in) {
   const auto suites = load_suites(in.scenarios_dir);
   const Suite& suite = find_suite(suites, in.suite, in.scenarios_dir);

@@ -3,9 +3,8 @@
 
 #include <cstdio>
 #include <fstream>
-#include <sstream>
 
-#include "attngate/scenario.hpp"
+#include "attngate/hooks/gate_report.hpp"
 
 namespace attngate::hooks {
 namespace fs = std::filesystem;
@@ -70,20 +69,9 @@ GateProgressPaths gate_progress_paths(const fs::path& scenario_dir, const fs::pa
   p.results_dir = build / "verify" / "results";
   p.timing_progress = build / "gate" / "performance.json.progress";
   p.report = build / "gate" / "report.json";
-  p.kernel = "candidate";
-  const auto suites = load_suite_dir(scenario_dir);
-  std::string checked = "gate";
-  for (const Suite& s : suites) {
-    if (s.name != "gate") continue;
-    if (auto k = s.settings.find("candidate_kernel"); k != s.settings.end() && !k->second.empty()) p.kernel = k->second;
-    if (auto c = s.settings.find("correctness_suites"); c != s.settings.end()) checked += "," + c->second;
-  }
-  std::istringstream list(checked);
-  for (std::string name; std::getline(list, name, ',');) {
-    name.erase(0, name.find_first_not_of(' '));
-    for (const Suite& s : suites)
-      if (s.name == name) p.verify_total += int(s.scenarios.size());
-  }
+  const GateCheckPlan plan = gate_check_plan(scenario_dir);  // as the report judges it
+  p.kernel = plan.kernel;
+  p.verify_total = plan.scenarios;
   return p;
 }
 

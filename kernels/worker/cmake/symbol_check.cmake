@@ -150,7 +150,6 @@ target_compile_definitions(attngate_worker_unit_tests PRIVATE
   ATTNGATE_WORKER_CANDIDATE="$<TARGET_FILE:attngate_worker_candidate>"
   ATTNGATE_WORKER_INITIAL="$<TARGET_FILE:attngate_worker_initial>"
   ATTNGATE_INTERPOSER_BASE="${CMAKE_CURRENT_BINARY_DIR}/interposer")
-target_compile_options(attngate_worker_unit_tests PRIVATE -Wall -Wextra)
 add_dependencies(attngate_worker_unit_tests attngate_worker_candidate attngate_worker_initial
                  attngate_worker_test_interposer)
 include(GoogleTest)

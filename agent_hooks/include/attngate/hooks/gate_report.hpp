@@ -84,6 +84,14 @@ void write_gate_report(const GateReportOutput& out, const std::filesystem::path&
 // report, then writes the marker (in that order, so nothing left behind is newer than it).
 void prepare_gate(const ReportInputs& in);
 
+// The kernel the gate suite in `scenarios_dir` puts under test and how many scenarios the gate
+// checks it on (its own suite and settings.correctness_suites), read as `attngate report` reads them.
+struct GateCheckPlan {
+  std::string kernel;
+  int scenarios = 0;
+};
+GateCheckPlan gate_check_plan(const std::filesystem::path& scenarios_dir);
+
 // Fills in the defaults (suite settings, paths under the build folder) the CLI leaves empty.
 ReportInputs resolve_inputs(ReportInputs in, const std::filesystem::path& build_dir);
 
