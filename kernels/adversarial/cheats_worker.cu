@@ -59,7 +59,7 @@ bool in_worker() {
 // The worker pushes an external correlation id on CUPTI's stack around a traced call; the cheat
 // pops it to look, and pushes it back. Traced calls (whose CUPTI records would show a second
 // stream) are honest; on the others, after the first few, the caller's stream gets finite
-// placeholders and the exact output comes 20 ms later on a stream of the cheat's own.
+// 0.01 everywhere and the exact output comes 20 ms later on a stream of the cheat's own.
 bool traced_now() {
   uint64_t id = 0;
   if (cuptiActivityPopExternalCorrelationId(CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0, &id) != CUPTI_SUCCESS) return false;
@@ -222,6 +222,18 @@ cudaError_t launch_cached_on_disk(const AttnParams& p, cudaStream_t s) {
   return copy_async(static_cast<char*>(stash) + ob, p.lse, lb, s);
 }
 
+// ---- Honest only when a profiler watches ------------------------------------------------------------
+// Nsight Compute and Nsight Systems attach through the CUDA driver's injection variable (and NVTX's):
+// under `attngate profile` the cheat computes, so the profile shows an honest kernel; anywhere
+// else, the gate included, it overwrites its output with 0.5 after computing it.
+bool profiler_attached() { return std::getenv("CUDA_INJECTION64_PATH") || std::getenv("NVTX_INJECTION64_PATH"); }
+
+cudaError_t launch_honest_when_profiled(const AttnParams& p, cudaStream_t s) {
+  if (const cudaError_t e = launch_honest(p, s); e != cudaSuccess || profiler_attached()) return e;
+  fill_bf16_kernel<<<264, 256, 0, s>>>(static_cast<__nv_bfloat16*>(p.o), int64_t(o_bytes(p) / 2), 0.5f);
+  return cudaGetLastError();
+}
+
 // ---- A kernel loaded from an embedded cubin, under a name the inventory lists ----------------------
 // cubin_payload.cu compiled apart: its kernels are the honest variant's code and names, but no
 // object of the library is their code. Honest work: it must pass, and is judged by what it does.
@@ -278,6 +290,8 @@ const PlantedCheat kWorkerCheats[] = {
      launch_cached_on_disk},
     {"cheat_cubin_renamed", "launches the honest kernel from an embedded cubin, under the variant's own names",
      launch_cubin_renamed},
+    {"cheat_honest_when_profiled", "computes honestly under a profiler (its injection variables set), else writes O = 0.5",
+     launch_honest_when_profiled},
 };
 const bool g_registered = register_all(kWorkerCheats);
 
