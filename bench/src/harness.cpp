@@ -342,6 +342,22 @@ void Harness::settle_handoff(std::vector<Contestant>& cs, const std::vector<doub
     settle(c.series.event_ms, c.series.judge_ms);
     settle(c.series.traced_event_ms, c.series.traced_judge_ms);
     settle(c.series.fresh_event_ms, c.series.fresh_judge_ms);
+    require_resolved(c, m);
+  }
+}
+
+// A call time at or below zero means the judge saw a call no longer than the round trip it
+// subtracts: that round trip moved while the call was timed (another context ran, or the worker
+// skipped its wait for the judge's go event). No figure can rest on such a clock.
+void Harness::require_resolved(const Contestant& c, const Measurement& m) const {
+  for (const auto* series : {&c.series.event_ms, &c.series.traced_event_ms, &c.series.fresh_event_ms}) {
+    if (series->empty()) continue;
+    const double lowest = *std::min_element(series->begin(), series->end());
+    if (lowest > 0) continue;
+    throw TimedRunCheckError(TimedRunCheckError::kJudgeClock, c.series.kernel, m.scenario,
+                             "a call's judge time was " + std::to_string(1e3 * (lowest + handoff_ms_)) +
+                                 " us, not above the " + std::to_string(1e3 * handoff_ms_) +
+                                 " us round trip subtracted from every call (the round trip moved while it was timed)");
   }
 }
 

@@ -40,6 +40,8 @@ class TimedRunCheckError : public std::runtime_error {
   static constexpr const char* kSideStream = "side stream";    // output completed only after a device-wide sync,
                                                                // and CUPTI saw no kernel on another stream
   static constexpr const char* kStreamState = "stream state";  // persisting-L2 window/limit left behind
+  static constexpr const char* kJudgeClock = "judge clock";    // a call's judge time not above the round trip
+                                                               // subtracted from it: the clock cannot resolve it
   TimedRunCheckError(const std::string& kind, const std::string& kernel, const std::string& scenario,
                      const std::string& what)
       : std::runtime_error("timed-run check [" + kind + "]: " + kernel + " on " + scenario + ": " + what), kind_(kind) {}
@@ -201,6 +203,7 @@ class Harness {
   void flush_l2(uint64_t call_id);
   static void record_untraced(KernelSeries& k, const CallTimes& t, bool fresh);
   void settle_handoff(std::vector<Contestant>& cs, const std::vector<double>& handoffs, Measurement& m);
+  void require_resolved(const Contestant& c, const Measurement& m) const;
   double subtracted_handoff(double reference_ms) const;
   IpcEventPair& events_for(const verify::remote::RemoteKernel* k);
   // Checks one call's output against the fp32 reference of its input set, on the device.
