@@ -269,6 +269,7 @@ struct Policy {
   double wall_slack_ms = 0;    // ... or plus this, for the judge's wall clock (it carries the process round trip)
   double baseline_disturbed_us = 0;  // BASELINE_DISTURBED: the baseline's round trip may move this much
   double baseline_alone_tolerance = 0;  // ... and its time from its time alone, as a share (0: not judged)
+  double baseline_alone_slack_us = 0;   // ... plus this many µs (a context switch more on tiny calls)
   bool candidate_foreign_fail = true, baseline_foreign_fail = false, nondeterminism_fail = true, sandbox_fail = true;
   // Library-backed controls (the in-process cuDNN kernel): kernels under test that may launch
   // kernels outside their inventory. The shipped gate names none, so a candidate never may.
@@ -301,6 +302,8 @@ Policy read_policy(const Suite& suite, const std::string& suite_file) {
                                    &r.baseline_disturbed_us_source);
   p.baseline_alone_tolerance = number("baseline_alone_tolerance", kDefaultBaselineAloneTolerance,
                                       &r.baseline_alone_tolerance, &r.baseline_alone_tolerance_source);
+  p.baseline_alone_slack_us = number("baseline_alone_slack_us", kDefaultBaselineAloneSlackUs,
+                                     &r.baseline_alone_slack_us, &r.baseline_alone_slack_us_source);
   p.candidate_foreign_fail = fail_or_allow("candidate_foreign_kernels", kDefaultCandidateForeignKernels,
                                            &r.candidate_foreign_kernels, &r.candidate_foreign_kernels_source);
   p.baseline_foreign_fail = fail_or_allow("baseline_foreign_kernels", kDefaultBaselineForeignKernels,
@@ -392,9 +395,11 @@ std::string baseline_disturbance(const json& b, const Policy& p) {
     const auto alone = num(b, "alone_event_ms"), seen_ms = num(b, "event_ms");
     if (!alone || *alone <= 0)
       what.push_back("its time alone, before the candidate's worker existed, was not measured");
-    else if (!seen_ms || std::abs(*seen_ms / *alone - 1) > p.baseline_alone_tolerance)
+    else if (!seen_ms ||
+             std::abs(*seen_ms - *alone) > p.baseline_alone_tolerance * *alone + 1e-3 * p.baseline_alone_slack_us)
       what.push_back("its median time was " + opt_fmt("%.4f", seen_ms) + " ms beside the candidate against " +
-                     fmt("%.4f", *alone) + " ms alone (tolerance " + fmt("%.1f", 100 * p.baseline_alone_tolerance) + " %)");
+                     fmt("%.4f", *alone) + " ms alone (tolerance " + fmt("%.1f", 100 * p.baseline_alone_tolerance) +
+                     " % + " + fmt("%.1f", p.baseline_alone_slack_us) + " us)");
   }
   return what.empty() ? "" : "the baseline was disturbed while it was timed: " + join(what, "; ") +
                                  " (another context ran on the GPU)";
@@ -926,6 +931,8 @@ GateReportOutput build_gate_report(const ReportInputs& in) {
   std::optional<bench::ComparisonDocument> perf;
   bool perf_complete = false;
   std::set<std::string> built_trees;  // kernel_tree_sha256 of the candidate's worker, per row
+  std::vector<std::string> timed_unhashed;  // rows timed in a worker that named no build
+  bool timed_in_worker = false;
   std::string built_tree_dir;         // the folder that worker hashed, relative to the repository
   if (!fs::exists(in.perf)) {
     auto [code, detail] = missing("gate.performance", in.perf_timeout_s, "no " + in.perf.string());
@@ -967,6 +974,8 @@ GateReportOutput build_gate_report(const ReportInputs& in) {
           code = "CORRECTNESS_FAILED";
         else if (f != failed.end() && f->second.find("timed-run check [stream state]") != std::string::npos)
           code = "STREAM_STATE";
+        else if (f != failed.end() && f->second.find("timed-run check [judge clock]") != std::string::npos)
+          code = "CLOCK_DISAGREE";
         reasons.add(code, id, f != failed.end() ? id + " was not timed: " + f->second
                                                 : id + " is missing from " + in.perf.filename().string());
         continue;
@@ -976,6 +985,8 @@ GateReportOutput build_gate_report(const ReportInputs& in) {
       row.baseline = judged_timing(ps.base_timing);
       const json cand = row.candidate, base = row.baseline;  // the rules read the figures by name
       if (const auto& tree = ps.kernel_timing.kernel_tree_sha256; !tree.empty()) built_trees.insert(tree);
+      else if (ps.kernel_timing.process == "worker") timed_unhashed.push_back(id);
+      timed_in_worker |= ps.kernel_timing.process == "worker";
       if (const auto& dir = ps.kernel_timing.kernel_tree_dir; !dir.empty()) built_tree_dir = dir;
       row.speedup = ps.speedup;
       row.ci_low = ps.speedup_ci95[0];
@@ -1160,11 +1171,19 @@ GateReportOutput build_gate_report(const ReportInputs& in) {
                                              (built_trees.size() == 1 ? ", the timing build " + *built_trees.begin() : "") +
                                              ": the candidate was rebuilt between the gate's tests");
   }
+  // A worker names the build it was compiled from at its hello; one that names none (its hash blanked
+  // or never compiled in) cannot be tied to the folder judged.
+  if (!timed_unhashed.empty())
+    reasons.add("CANDIDATE_CHANGED", "", std::to_string(timed_unhashed.size()) + " scenario(s) of " + kernel +
+                                             " were timed in a worker that named no build of " + tree_rel +
+                                             " (first: " + timed_unhashed.front() +
+                                             "): the timing cannot be tied to the folder judged");
   // A worker was timed, so verification ran one too: a result naming no build cannot be tied to it.
-  if (!built_trees.empty() && !verified_unhashed.empty())
+  if (timed_in_worker && !verified_unhashed.empty())
     reasons.add("CANDIDATE_CHANGED", "", std::to_string(verified_unhashed.size()) + " verify result(s) of " + kernel +
                                              " name no build of " + tree_rel + " (first: " + verified_unhashed.front() +
-                                             "), while the timed worker was built from " + *built_trees.begin() +
+                                             "), while the timed worker was built from " +
+                                             (built_trees.empty() ? std::string("no named build") : *built_trees.begin()) +
                                              ": verification cannot be tied to the timed build");
 
   std::vector<std::string> excluded = {"kernels/" + kernel};

@@ -114,9 +114,9 @@ NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(Correctness, suites, scenarios, 
 // The gate's policy (README: "Setting targets") as applied, each value with its source.
 struct PolicyRecord {
   double clock_tolerance = 0, clock_slack_ms = 0, wall_slack_ms = 0, baseline_disturbed_us = 0,
-         baseline_alone_tolerance = 0;
+         baseline_alone_tolerance = 0, baseline_alone_slack_us = 0;
   std::string clock_tolerance_source, clock_slack_ms_source, wall_slack_ms_source, baseline_disturbed_us_source,
-      baseline_alone_tolerance_source;
+      baseline_alone_tolerance_source, baseline_alone_slack_us_source;
   std::string candidate_foreign_kernels, baseline_foreign_kernels, nondeterminism, sandbox;  // fail | allow
   std::string candidate_foreign_kernels_source, baseline_foreign_kernels_source, nondeterminism_source,
       sandbox_source;
@@ -128,6 +128,7 @@ NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(PolicyRecord, clock_tolerance, c
                                                 baseline_disturbed_us, baseline_alone_tolerance, clock_tolerance_source,
                                                 clock_slack_ms_source, wall_slack_ms_source,
                                                 baseline_disturbed_us_source, baseline_alone_tolerance_source,
+                                                baseline_alone_slack_us, baseline_alone_slack_us_source,
                                                 candidate_foreign_kernels, baseline_foreign_kernels, nondeterminism,
                                                 candidate_foreign_kernels_source, baseline_foreign_kernels_source,
                                                 nondeterminism_source, sandbox, sandbox_source, library_controls,
