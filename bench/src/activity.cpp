@@ -110,6 +110,10 @@ std::vector<CallTrace> attribute_calls(const ActivityLog& log, const std::vector
   for (const auto& r : log.records) {
     if (is_harness(r, markers)) continue;
     const auto link = log.external_of.find(r.correlation_id);
+    if (link != log.external_of.end() && link->second == kHarnessExternalId) {
+      ++local.harness;
+      continue;
+    }
     const auto slot = link == log.external_of.end() ? slot_of.end() : slot_of.find(link->second);
     if (slot != slot_of.end()) {
       add(acc[slot->second], r, harness_stream);

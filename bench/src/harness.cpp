@@ -174,15 +174,23 @@ Harness::CallTimes Harness::timed_call(Contestant& c, size_t input, bool traced,
   verify::Problem& p = *c.inputs[input];
   const worker::NvtxRange range("judge " + c.kernel->name + " " + p.scenario.id + " #" + std::to_string(call_id));
   if (c.remote) return remote_call(c, p, traced, call_id, fresh);
-  if (fresh) p.fill(fresh->seed, fresh->distribution, stream_);
-  // Every timed call starts from the poison a checked call starts from (before the flush, so the
-  // poisoned lines leave L2 too).
-  p.o.poison(stream_);
-  p.lse.poison(stream_);
-  flush_l2(call_id);
+  CuptiTracer& tracer = CuptiTracer::instance();
+  // The harness's own work, tagged so that the trace never counts it as a call's (activity.hpp).
+  if (traced) tracer.push(kHarnessExternalId);
+  try {
+    if (fresh) p.fill(fresh->seed, fresh->distribution, stream_);
+    // Every timed call starts from the poison a checked call starts from (before the flush, so the
+    // poisoned lines leave L2 too).
+    p.o.poison(stream_);
+    p.lse.poison(stream_);
+    flush_l2(call_id);
+  } catch (...) {
+    if (traced) tracer.pop();
+    throw;
+  }
+  if (traced) tracer.pop();
   ATTNGATE_CUDA_CHECK(cudaStreamSynchronize(stream_));
 
-  CuptiTracer& tracer = CuptiTracer::instance();
   hold_.hold(stream_);
   ATTNGATE_CUDA_CHECK(cudaEventRecord(start_, stream_));
   const auto t0 = Clock::now();

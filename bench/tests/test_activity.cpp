@@ -153,6 +153,24 @@ TEST(Activity, FallsBackToHoldKernelMarkers) {
   EXPECT_EQ(stats.unattributed, 0);
 }
 
+// The harness's own kernels between two calls (fresh contents, poison) under kHarnessExternalId are
+// its own, never the previous call's (an in-process A/A on the H200 counted them: 2026-12-02).
+TEST(Activity, HarnessWorkBetweenCallsIsNeverACalls) {
+  ActivityLog log = two_calls(true);
+  kernel(log, "fill_inputs", 340, 390, kHarnessStream, 20);  // after call 1's kernels, before call 2's hold
+  memset_record(log, 4096, 392, 398, kHarnessStream, 21);    // the poison of call 2's outputs
+  link(log, 20, kHarnessExternalId);
+  link(log, 21, kHarnessExternalId);
+  AttributionStats stats;
+  expect_two_calls(attribute_calls(log, {1001, 1002}, kMarkers, &stats));
+  EXPECT_EQ(stats.harness, 6);
+  EXPECT_EQ(stats.unattributed, 0);
+  // Untagged, the same records fall to call 1 by position: what the tag prevents.
+  ActivityLog untagged = two_calls(true);
+  kernel(untagged, "fill_inputs", 340, 390, kHarnessStream, 20);
+  EXPECT_EQ(attribute_calls(untagged, {1001, 1002}, kMarkers, nullptr)[0].kernels, 3);
+}
+
 TEST(Activity, RecordsOrderDoesNotMatter) {
   ActivityLog log = two_calls(true);
   std::reverse(log.records.begin(), log.records.end());

@@ -58,6 +58,12 @@ struct CallTrace {
 // How the harness recognises its own GPU work inside a traced block. The harness stream is the
 // stream its hold kernels ran on (they are launched there by construction), so no CUPTI stream-id
 // query is needed.
+// The external correlation id the harness pushes around its own work between calls (the poison,
+// fresh contents and L2 flush of an in-process call): records under it are the harness's, never a
+// call's. Without it they fell between two hold kernels and counted as the previous call's kernels
+// (an in-process A/A on the H200, 2026-12-02: CUPTI kernel time 0.27-0.54 ms above the events).
+inline constexpr uint64_t kHarnessExternalId = ~uint64_t(0);
+
 struct HarnessMarkers {
   std::string hold_kernel;   // the kernel that holds the stream until the call is enqueued
   uint64_t flush_bytes = 0;  // size of the L2 flush memset
