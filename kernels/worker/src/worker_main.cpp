@@ -166,7 +166,10 @@ class Worker {
     note_status(out, e);
     if (r.traced) {
       tracer.disable();
-      const bench::ActivityLog log = tracer.take();
+      bench::ActivityLog log = tracer.take();
+      // The window holds this one call only: every record in it is the call's, whatever external
+      // id the candidate's code pushed around it (one it pushed must not hide its copies or kernels).
+      for (const auto& rec : log.records) log.external_of[rec.correlation_id] = r.call_id;
       const auto traces = bench::attribute_calls(log, {r.call_id}, {"", 0, cupti_stream_id()}, nullptr);
       if (!traces.empty()) {
         const bench::CallTrace& t = traces.front();
