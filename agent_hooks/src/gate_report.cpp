@@ -405,6 +405,19 @@ std::string baseline_disturbance(const json& b, const Policy& p) {
                                  " (another context ran on the GPU)";
 }
 
+// The reason code of a scenario the bench could not time: its checks of the timed calls name what
+// they caught (bench/README.md, failure_kind.hpp); anything else is a missing measurement.
+std::string untimed_code(const bench::FailedScenario& f) {
+  namespace kind = bench::failure_kind;
+  static const std::map<std::string, std::string> code_of = {{kind::kSideStream, "SIDE_STREAM_WORK"},
+                                                              {kind::kWrongOutput, "CORRECTNESS_FAILED"},
+                                                              {kind::kStreamState, "STREAM_STATE"},
+                                                              {kind::kJudgeClock, "CLOCK_DISAGREE"},
+                                                              {kind::kBaselineClock, "BASELINE_DISTURBED"}};
+  const auto it = code_of.find(f.kind);
+  return it == code_of.end() ? "NO_PERF" : it->second;
+}
+
 std::vector<std::string> clock_disagreements(const json& c, const json& b, const Policy& p) {
   std::vector<std::string> out;
   const auto ec = num(c, "event_ms"), eb = num(b, "event_ms");
@@ -957,8 +970,12 @@ GateReportOutput build_gate_report(const ReportInputs& in) {
     const bench::ComparisonDocument& P = *perf;
     std::map<std::string, const bench::ComparisonScenario*> by_id;
     for (const auto& ps : P.scenarios) by_id[ps.id] = &ps;
-    std::map<std::string, std::string> failed;
-    for (const auto& f : P.failed) failed[f.id] = f.error;
+    std::map<std::string, const bench::FailedScenario*> failed;
+    for (const auto& f : P.failed) failed[f.id] = &f;
+    // A failure of no scenario of the suite (the bench's suite summary): nothing it wrote can be judged.
+    for (const auto& f : P.failed)
+      if (std::none_of(scenarios.begin(), scenarios.end(), [&](const auto& row) { return row.id == f.id; }))
+        reasons.add("NO_PERF", "", in.perf.filename().string() + ": " + f.id + ": " + f.error);
     perf_complete = true;
     for (auto& row : scenarios) {
       const std::string id = row.id;
@@ -966,18 +983,9 @@ GateReportOutput build_gate_report(const ReportInputs& in) {
       if (it == by_id.end()) {
         perf_complete = false;
         auto f = failed.find(id);
-        // The bench's checks of the timed calls (bench/README.md) name what they caught.
-        std::string code = "NO_PERF";
-        if (f != failed.end() && f->second.find("timed-run check [side stream]") != std::string::npos)
-          code = "SIDE_STREAM_WORK";
-        else if (f != failed.end() && f->second.find("timed-run check [wrong output]") != std::string::npos)
-          code = "CORRECTNESS_FAILED";
-        else if (f != failed.end() && f->second.find("timed-run check [stream state]") != std::string::npos)
-          code = "STREAM_STATE";
-        else if (f != failed.end() && f->second.find("timed-run check [judge clock]") != std::string::npos)
-          code = "CLOCK_DISAGREE";
-        reasons.add(code, id, f != failed.end() ? id + " was not timed: " + f->second
-                                                : id + " is missing from " + in.perf.filename().string());
+        reasons.add(f != failed.end() ? untimed_code(*f->second) : "NO_PERF", id,
+                    f != failed.end() ? id + " was not timed: " + f->second->error
+                                      : id + " is missing from " + in.perf.filename().string());
         continue;
       }
       const bench::ComparisonScenario& ps = *it->second;

@@ -466,7 +466,7 @@ TEST_F(ReportCmd, AScenarioFailedTwiceIsListedOnce) {
   auto rows = good_rows();
   json p = perf_json(rows);
   p["failed"] = json::array(
-      {{{"id", "gate_b"}, {"error", "timed-run check [wrong output]: candidate on gate_b: O max abs 0.5"}}});
+      {{{"id", "gate_b"}, {"kind", "wrong output"}, {"error", "timed-run check [wrong output]: candidate on gate_b: O max abs 0.5"}}});
   perf(p);
   EXPECT_EQ(report().exit_code, 1);
   EXPECT_EQ(reason(report_json(), "CORRECTNESS_FAILED")["scenarios"], json::array({"gate_b"}));
@@ -522,14 +522,26 @@ TEST_F(ReportCmd, CrossChecksOfTheCandidatesCalls) {
   rows.resize(1);
   json p = perf_json(rows);
   p["failed"] = json::array(
-      {{{"id", "gate_b"}, {"error", "timed-run check [side stream]: candidate on gate_b: output completed late"}},
-       {{"id", "gate_c"}, {"error", "timed-run check [wrong output]: candidate on gate_c: O max abs 0.5"}}});
+      {{{"id", "gate_b"}, {"kind", "side stream"}, {"error", "timed-run check [side stream]: candidate on gate_b: output completed late"}},
+       {{"id", "gate_c"}, {"kind", "wrong output"}, {"error", "timed-run check [wrong output]: candidate on gate_c: O max abs 0.5"}}});
   perf(p);
   EXPECT_EQ(report().exit_code, 1);
   j = report_json();
   EXPECT_EQ(reason(j, "SIDE_STREAM_WORK")["scenarios"], json::array({"gate_b"}));
   EXPECT_EQ(reason(j, "CORRECTNESS_FAILED")["scenarios"], json::array({"gate_c"}));
   EXPECT_EQ(reason(j, "GEOMEAN_BELOW_TARGET"), nullptr);  // not judged on part of the suite
+
+  // The kind decides, never the text: the judge clock is CLOCK_DISAGREE; an error that merely quotes
+  // a check is a missing measurement.
+  p["failed"] = json::array(
+      {{{"id", "gate_b"}, {"kind", "judge clock"}, {"error", "a call's judge time was 3.9 us"}},
+       {{"id", "gate_c"}, {"kind", "error"}, {"error", "timed-run check [wrong output]: quoted by a worker"}}});
+  perf(p);
+  EXPECT_EQ(report().exit_code, 1);
+  j = report_json();
+  EXPECT_EQ(reason(j, "CLOCK_DISAGREE")["scenarios"], json::array({"gate_b"}));
+  EXPECT_EQ(reason(j, "NO_PERF")["scenarios"], json::array({"gate_c"}));
+  EXPECT_EQ(reason(j, "CORRECTNESS_FAILED"), nullptr);
 }
 
 TEST_F(ReportCmd, WallOrEventFarAboveKernelTime) {
@@ -629,7 +641,7 @@ TEST_F(ReportCmd, StaleAndMissingFilesAreNotThisRun) {
   auto rows = good_rows();
   rows.pop_back();
   json p = perf_json(rows);
-  p["failed"] = json::array({{{"id", "gate_c"}, {"error", "out of memory"}}});
+  p["failed"] = json::array({{{"id", "gate_c"}, {"kind", "error"}, {"error", "out of memory"}}});
   perf(p);
   EXPECT_EQ(report().exit_code, 1);
   j = report_json();

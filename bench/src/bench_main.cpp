@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <limits>
 #include <map>
 #include <optional>
 #include <random>
@@ -316,7 +317,8 @@ void run_compare(benchmark::State& st, Harness& h, const KernelInfo* k, const Ke
         break;
       }
       ++g_failures;
-      g_report.failed.emplace_back(s.id, e.what());
+      const auto* check = dynamic_cast<const TimedRunCheckError*>(&e);
+      g_report.failed.push_back({s.id, check ? check->kind() : failure_kind::kError, e.what()});
       st.SkipWithError(e.what());
       break;
     }
@@ -342,8 +344,8 @@ void run_compare(benchmark::State& st, Harness& h, const KernelInfo* k, const Ke
     g_report.rows.push_back(std::move(row));
   } catch (const std::exception& e) {
     ++g_failures;
-    g_report.failed.emplace_back(s.id, std::string("summary of the timed calls: ") + e.what());
-    st.SkipWithError(e.what());
+    g_report.failed.push_back({s.id, failure_kind::kSummary, std::string("summary of the timed calls: ") + e.what()});
+    st.SkipWithError((std::string("summary of the timed calls: ") + e.what()).c_str());
   }
 }
 
@@ -560,8 +562,10 @@ int run(int argc, char** argv) {
         s = suite_speedup(g_report);
         std::cout << format_table(g_report, s) << std::flush;
       } catch (const std::exception& e) {  // the document is still written, saying why
+        s = SuiteSpeedup{};
+        s.geomean = s.ci95.lo = s.ci95.hi = std::numeric_limits<double>::quiet_NaN();  // null: not estimated
         std::cerr << "attngate_bench: no suite summary: " << e.what() << "\n";
-        g_report.failed.emplace_back("(suite)", std::string("suite summary: ") + e.what());
+        g_report.failed.push_back({"(suite)", failure_kind::kSummary, std::string("suite summary: ") + e.what()});
         ++g_failures;
       }
     }

@@ -243,7 +243,7 @@ std::string format_table(const ComparisonReport& r, const SuiteSpeedup& s) {
                   100 * cv(row.samples.base), row.samples.kernel.size());
     o << line;
   }
-  for (const auto& [id, err] : r.failed) o << id << ": FAILED: " << err << "\n";
+  for (const auto& f : r.failed) o << f.id << ": FAILED: " << f.error << "\n";
   o << "geomean speedup over " << r.rows.size() << " scenarios: " << fmt("%.4f", s.geomean) << "  95% CI ["
     << fmt("%.4f", s.ci95.lo) << ", " << fmt("%.4f", s.ci95.hi) << "]  (" << s.resamples << " resamples, seed "
     << s.seed << ")\n"
@@ -277,8 +277,11 @@ ComparisonDocument comparison_document(const ComparisonReport& r, const SuiteSpe
   d.wall_s = figure(r.wall_s);
   d.shard = {r.shard_index, r.shard_count};
   d.sm_clock = sm_clock_summary(r);
-  for (size_t i = 0; i < r.rows.size(); ++i) d.scenarios.push_back(scenario_document(r.rows[i], s.scenarios[i]));
-  for (const auto& [id, err] : r.failed) d.failed.push_back({id, err});
+  // A suite whose summary failed has no estimates: its rows are written without them (null).
+  const SpeedupEstimate none{kNaN, {kNaN, kNaN}};
+  for (size_t i = 0; i < r.rows.size(); ++i)
+    d.scenarios.push_back(scenario_document(r.rows[i], i < s.scenarios.size() ? s.scenarios[i] : none));
+  d.failed = r.failed;
   return d;
 }
 

@@ -100,7 +100,7 @@ TEST(Compare, JsonHasWhatTheGateReads) {
                                                    series("initial", 1.1, 1.078, 1.155, {1, 1, 1, 1})),
                                     {s.flops(), 989.5}));
   }
-  r.failed.emplace_back("gate_c", "out of memory");
+  r.failed.push_back({"gate_c", failure_kind::kError, "out of memory"});
   const SuiteSpeedup sp = suite_speedup(r);
   const json j = json::parse(to_json(r, sp));
 

@@ -41,7 +41,7 @@ ComparisonDocument shard(int index, int of, std::vector<std::pair<std::string, d
 
 TEST(ComparisonDocument, RoundTripsThroughJsonWithCountersFlat) {
   ComparisonDocument d = shard(0, 1, {{"s1", 2.0}});
-  d.failed.push_back({"s2", "boom"});
+  d.failed.push_back({"s2", failure_kind::kError, "boom"});
   const nlohmann::json j = d;
   EXPECT_EQ(j["schema"], kComparisonSchema);
   const auto& t = j["scenarios"][0]["kernel_timing"];
@@ -130,7 +130,7 @@ TEST(MergeComparisons, DisjointShardsMergeAndRecomputeTheGeomean) {
 
 TEST(MergeComparisons, OverlapMissingShardOtherKernelAndFailuresAreProblems) {
   ComparisonDocument failing = shard(1, 3, {{"s1", 1.0}});
-  failing.failed.push_back({"s9", "error"});
+  failing.failed.push_back({"s9", failure_kind::kError, "error"});
   const ComparisonDocument m = merge_comparisons({{"a.json", shard(0, 3, {{"s1", 1.0}})},
                                                   {"b.json", failing},
                                                   {"c.json", shard(2, 3, {{"s4", 1.0}}, "other")}});

@@ -152,7 +152,7 @@ TEST(Report, ComparisonJsonAndTable) {
   row.flops = 1e12;
   row.samples = {series(1.0).event_ms, series(1.0).event_ms};
   r.rows.push_back(row);
-  r.failed.emplace_back("gate_x", "boom\n");
+  r.failed.push_back({"gate_x", failure_kind::kError, "boom\n"});
   const SuiteSpeedup s = suite_speedup(r);
   EXPECT_NEAR(s.geomean, 1.0, 1e-12);
   const std::string json = to_json(r, s);

@@ -55,15 +55,17 @@ struct CallTrace {
   std::vector<std::string> kernel_names;  // distinct, sorted
 };
 
+// The external correlation id the harness pushes around its own work between calls (the poison,
+// fresh contents and L2 flush of an in-process call; the judge's work around a call in a worker):
+// records under it are the harness's, never a call's. Without it they fell between two hold
+// kernels and counted as the previous call's kernels (an in-process A/A on the H200, 2026-12-02:
+// CUPTI kernel time 0.27-0.54 ms above the events). A worker files every record of its one-call
+// window as that call's, so a candidate that pushes this id itself hides nothing there.
+inline constexpr uint64_t kHarnessExternalId = ~uint64_t(0);
+
 // How the harness recognises its own GPU work inside a traced block. The harness stream is the
 // stream its hold kernels ran on (they are launched there by construction), so no CUPTI stream-id
 // query is needed.
-// The external correlation id the harness pushes around its own work between calls (the poison,
-// fresh contents and L2 flush of an in-process call): records under it are the harness's, never a
-// call's. Without it they fell between two hold kernels and counted as the previous call's kernels
-// (an in-process A/A on the H200, 2026-12-02: CUPTI kernel time 0.27-0.54 ms above the events).
-inline constexpr uint64_t kHarnessExternalId = ~uint64_t(0);
-
 struct HarnessMarkers {
   std::string hold_kernel;   // the kernel that holds the stream until the call is enqueued
   uint64_t flush_bytes = 0;  // size of the L2 flush memset
@@ -76,7 +78,7 @@ struct AttributionStats {
   int by_external_id = 0;  // records attributed through their external correlation id
   int by_marker = 0;       // records attributed by position between hold-kernel markers
   int unattributed = 0;    // records neither way could place (never counted in a call)
-  int harness = 0;         // the harness's own hold kernels and flush memsets
+  int harness = 0;         // the harness's own hold kernels, flush memsets and records under kHarnessExternalId
 };
 
 // Splits a traced block's records into calls. call_ids lists the block's calls in launch order.

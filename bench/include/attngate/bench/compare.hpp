@@ -59,7 +59,7 @@ struct ComparisonReport {
   double hbm_tbps = 0;  // the device's memory bandwidth: no call can beat reading Q, K, V and writing O at it
   double noise_target = 0;
   std::vector<ComparisonRow> rows;
-  std::vector<std::pair<std::string, std::string>> failed;  // scenario, error
+  std::vector<FailedScenario> failed;  // scenario, kind, error
   int resamples = 2000;
   uint64_t seed = 20261129;  // the bootstrap's
   uint64_t input_seed = 0;   // MeasureOptions::seed of the run (drawn at run time unless --seed)

@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "attngate/bench/failure_kind.hpp"
 #include "attngate/verify/json_document.hpp"  // std::optional <-> null, parse_document
 
 namespace attngate::bench {
@@ -127,10 +128,11 @@ struct ShardInfo {
 };
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(ShardInfo, index, of)
 
+
 struct FailedScenario {
-  std::string id, error;
+  std::string id, kind = failure_kind::kError, error;
 };
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(FailedScenario, id, error)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(FailedScenario, id, kind, error)
 
 // A shard file a merged document was made from (attngate_stats merge).
 struct MergedShard {

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "attngate/bench/activity.hpp"
+#include "attngate/bench/failure_kind.hpp"
 #include "attngate/bench/sm_clock.hpp"
 #include "attngate/bench/stats.hpp"
 #include "attngate/bench/stream_hold.hpp"
@@ -36,12 +37,15 @@ class IpcEventPair;  // harness.cpp: the judge's interprocess events around one 
 // with <kind> one of kWrongOutput, kSideStream, kStreamState.
 class TimedRunCheckError : public std::runtime_error {
  public:
-  static constexpr const char* kWrongOutput = "wrong output";  // output of a timed-path call wrong or unwritten
-  static constexpr const char* kSideStream = "side stream";    // output completed only after a device-wide sync,
-                                                               // and CUPTI saw no kernel on another stream
-  static constexpr const char* kStreamState = "stream state";  // persisting-L2 window/limit left behind
-  static constexpr const char* kJudgeClock = "judge clock";    // a call's judge time not above the round trip
-                                                               // subtracted from it: the clock cannot resolve it
+  // The kinds are the comparison document's (failure_kind.hpp).
+  static constexpr const char* kWrongOutput = failure_kind::kWrongOutput;  // output of a timed-path call wrong or
+                                                                           // unwritten
+  static constexpr const char* kSideStream = failure_kind::kSideStream;  // output completed only after a device-wide
+                                                                         // sync, and CUPTI saw no other stream's kernel
+  static constexpr const char* kStreamState = failure_kind::kStreamState;  // persisting-L2 window/limit left behind
+  static constexpr const char* kJudgeClock = failure_kind::kJudgeClock;    // a call's judge time not above the round
+                                                                           // trip subtracted from it
+  static constexpr const char* kBaselineClock = failure_kind::kBaselineClock;  // the same, of the baseline
   TimedRunCheckError(const std::string& kind, const std::string& kernel, const std::string& scenario,
                      const std::string& what)
       : std::runtime_error("timed-run check [" + kind + "]: " + kernel + " on " + scenario + ": " + what), kind_(kind) {}
@@ -202,8 +206,9 @@ class Harness {
   void wait_for_stop(Contestant& c);
   void flush_l2(uint64_t call_id);
   static void record_untraced(KernelSeries& k, const CallTimes& t, bool fresh);
-  void settle_handoff(std::vector<Contestant>& cs, const std::vector<double>& handoffs, Measurement& m);
-  void require_resolved(const Contestant& c, const Measurement& m) const;
+  void settle_handoff(std::vector<Contestant>& cs, const std::vector<double>& handoffs, int reference,
+                      Measurement& m);
+  void require_resolved(const Contestant& c, bool is_reference, const Measurement& m) const;
   double subtracted_handoff(double reference_ms) const;
   IpcEventPair& events_for(const verify::remote::RemoteKernel* k);
   // Checks one call's output against the fp32 reference of its input set, on the device.
