@@ -3,6 +3,7 @@
 // read as written (the contract between attngate_bench and the report).
 #include <gtest/gtest.h>
 
+#include <array>
 #include <chrono>
 #include <fstream>
 
@@ -517,28 +518,27 @@ TEST_F(ReportCmd, CrossChecksOfTheCandidatesCalls) {
   EXPECT_EQ(scenario(j, "gate_c")["flags"], json::array({"MEMCPY_IN_CALL", "MEMSET_IN_CALL"}));
   EXPECT_EQ(reason(j, "WALL_KERNEL_MISMATCH"), nullptr);
 
-  // The bench's own checks of the timed calls fail a scenario's measurement with their kind.
+  // The bench's own checks of the timed calls fail a scenario's measurement with their kind:
+  // gate_b and gate_c failed with (kind, error) each; the report's codes for them.
   rows = good_rows();
   rows.resize(1);
-  json p = perf_json(rows);
-  p["failed"] = json::array(
-      {{{"id", "gate_b"}, {"kind", "side stream"}, {"error", "timed-run check [side stream]: candidate on gate_b: output completed late"}},
-       {{"id", "gate_c"}, {"kind", "wrong output"}, {"error", "timed-run check [wrong output]: candidate on gate_c: O max abs 0.5"}}});
-  perf(p);
-  EXPECT_EQ(report().exit_code, 1);
-  j = report_json();
+  auto judged = [&](const std::array<std::string, 2>& b, const std::array<std::string, 2>& c) {
+    json p = perf_json(rows);
+    p["failed"] = json::array({{{"id", "gate_b"}, {"kind", b[0]}, {"error", b[1]}},
+                               {{"id", "gate_c"}, {"kind", c[0]}, {"error", c[1]}}});
+    perf(p);
+    EXPECT_EQ(report().exit_code, 1);
+    return report_json();
+  };
+  j = judged({"side stream", "timed-run check [side stream]: candidate on gate_b: output completed late"},
+             {"wrong output", "timed-run check [wrong output]: candidate on gate_c: O max abs 0.5"});
   EXPECT_EQ(reason(j, "SIDE_STREAM_WORK")["scenarios"], json::array({"gate_b"}));
   EXPECT_EQ(reason(j, "CORRECTNESS_FAILED")["scenarios"], json::array({"gate_c"}));
   EXPECT_EQ(reason(j, "GEOMEAN_BELOW_TARGET"), nullptr);  // not judged on part of the suite
-
   // The kind decides, never the text: the judge clock is CLOCK_DISAGREE; an error that merely quotes
   // a check is a missing measurement.
-  p["failed"] = json::array(
-      {{{"id", "gate_b"}, {"kind", "judge clock"}, {"error", "a call's judge time was 3.9 us"}},
-       {{"id", "gate_c"}, {"kind", "error"}, {"error", "timed-run check [wrong output]: quoted by a worker"}}});
-  perf(p);
-  EXPECT_EQ(report().exit_code, 1);
-  j = report_json();
+  j = judged({"judge clock", "a call's judge time was 3.9 us"},
+             {"error", "timed-run check [wrong output]: quoted by a worker"});
   EXPECT_EQ(reason(j, "CLOCK_DISAGREE")["scenarios"], json::array({"gate_b"}));
   EXPECT_EQ(reason(j, "NO_PERF")["scenarios"], json::array({"gate_c"}));
   EXPECT_EQ(reason(j, "CORRECTNESS_FAILED"), nullptr);
