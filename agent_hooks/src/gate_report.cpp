@@ -765,67 +765,63 @@ void prepare_gate(const ReportInputs& in) {
   if (!marker.flush()) throw std::runtime_error("cannot write " + in.started_after.string());
 }
 
-GateReportOutput build_gate_report(const ReportInputs& in) {
-  const auto suites = load_suites(in.scenarios_dir);
-  const Suite& suite = find_suite(suites, in.suite, in.scenarios_dir);
-  const std::string kernel = kernel_of(in, suite);
-  const std::string baseline = baseline_of(in, suite);
-  const std::string suite_file = fs::path(suite.file).filename().string();
-
-  // Targets: the suite's settings, overridden by the environment.
+// Targets: the suite's settings, overridden by the environment (README: "Setting targets").
+Target read_target(const Suite& suite, const std::string& suite_file, const std::string& kernel,
+                   const std::string& baseline) {
   Target target;
   target.kernel = kernel;
   target.baseline = baseline;
-  double geomean_target = 0, floor = 0;
   if (const char* env = std::getenv("ATTNGATE_GEOMEAN_TARGET"); env && *env) {
-    geomean_target = parse_number("ATTNGATE_GEOMEAN_TARGET", env, 0, false);
+    target.geomean = parse_number("ATTNGATE_GEOMEAN_TARGET", env, 0, false);
     target.geomean_source = "ATTNGATE_GEOMEAN_TARGET";
   } else if (auto v = setting(suite, "geomean_target"); !v.empty()) {
-    geomean_target = parse_number(suite_file + " settings.geomean_target", v, 0, false);
+    target.geomean = parse_number(suite_file + " settings.geomean_target", v, 0, false);
     target.geomean_source = suite_file + " settings.geomean_target";
   } else {
     throw ReportConfigError("no geomean target: set settings.geomean_target in " + suite.file +
                             " or ATTNGATE_GEOMEAN_TARGET");
   }
   if (const char* env = std::getenv("ATTNGATE_SCENARIO_FLOOR"); env && *env) {
-    floor = parse_number("ATTNGATE_SCENARIO_FLOOR", env, 0, true);
+    target.scenario_floor = parse_number("ATTNGATE_SCENARIO_FLOOR", env, 0, true);
     target.scenario_floor_source = "ATTNGATE_SCENARIO_FLOOR";
   } else if (auto v = setting(suite, "scenario_floor"); !v.empty()) {
-    floor = parse_number(suite_file + " settings.scenario_floor", v, 0, true);
+    target.scenario_floor = parse_number(suite_file + " settings.scenario_floor", v, 0, true);
     target.scenario_floor_source = suite_file + " settings.scenario_floor";
   } else {
+    target.scenario_floor = 0;
     target.scenario_floor_source = "none (no settings.scenario_floor)";
   }
-  target.geomean = geomean_target;
-  target.scenario_floor = floor;
   target.rule = "geomean CI lower bound >= geomean; every scenario's speedup >= scenario_floor";
-  const Policy policy = read_policy(suite, suite_file);
+  return target;
+}
 
-  // Freshness: only files written after gate.setup's marker belong to this run.
-  std::error_code ec;
-  std::optional<fs::file_time_type> started;
-  if (auto t = fs::last_write_time(in.started_after, ec); !ec) started = t;
-  const std::string stale_note =
-      started ? std::string{} : " (no marker " + in.started_after.string() + ": gate.setup did not run, so no file counts as fresh)";
-  auto fresh = [&](const fs::path& f) {
-    std::error_code e;
-    auto t = fs::last_write_time(f, e);
-    return !e && started && t >= *started;
-  };
-
-  std::map<std::string, LoggedTest> logged;
-  for (const char* name : {"LastTest.log.tmp", "LastTest.log"}) {
-    const fs::path log = in.ctest_log_dir / name;
-    if (in.ctest_log_dir.empty() || !fresh(log)) continue;
-    if (auto text = read_file(log)) {
-      logged = parse_ctest_log(*text);
-      break;
+// Freshness: only files written after gate.setup's marker belong to this run; CTest's log of the
+// run says why a test left no outcome.
+class Freshness {
+ public:
+  explicit Freshness(const ReportInputs& in) : marker_(in.started_after) {
+    std::error_code ec;
+    if (auto t = fs::last_write_time(in.started_after, ec); !ec) started_ = t;
+    if (!started_)
+      stale_note = " (no marker " + in.started_after.string() + ": gate.setup did not run, so no file counts as fresh)";
+    for (const char* name : {"LastTest.log.tmp", "LastTest.log"}) {
+      const fs::path log = in.ctest_log_dir / name;
+      if (in.ctest_log_dir.empty() || !fresh(log)) continue;
+      if (auto text = read_file(log)) {
+        logged_ = parse_ctest_log(*text);
+        break;
+      }
     }
   }
+  bool fresh(const fs::path& f) const {
+    std::error_code e;
+    auto t = fs::last_write_time(f, e);
+    return !e && started_ && t >= *started_;
+  }
   // Why a test left no outcome: a timeout when CTest's log says it ran as long as its limit.
-  auto missing = [&](const std::string& test, double timeout_s, const std::string& what) -> std::pair<std::string, std::string> {
-    auto it = logged.find(test);
-    if (it == logged.end())
+  std::pair<std::string, std::string> missing(const std::string& test, double timeout_s, const std::string& what) const {
+    auto it = logged_.find(test);
+    if (it == logged_.end())
       return {"TEST_CRASHED", what + ": " + test + " did not run in this ctest run, or died before writing it" + stale_note};
     const LoggedTest& l = it->second;
     if (timeout_s > 0 && l.time_s >= 0.99 * timeout_s)
@@ -836,105 +832,147 @@ GateReportOutput build_gate_report(const ReportInputs& in) {
     std::string d = what + ": " + test + " ended after " + fmt("%.1f", std::max(l.time_s, 0.0)) + " s without writing it";
     if (!l.last_output.empty()) d += "; its last output: " + l.last_output.substr(0, 300);
     return {"TEST_CRASHED", d};
+  }
+  // Seconds since gate.setup's marker: the gate run's wall time so far.
+  std::optional<double> seconds_since_start() const {
+    if (!started_) return std::nullopt;
+    return std::chrono::duration<double>(fs::file_time_type::clock::now() - *started_).count();
+  }
+  std::string stale_note;  // appended where a file is refused as stale: why nothing counts as fresh
+
+ private:
+  fs::path marker_;
+  std::optional<fs::file_time_type> started_;
+  std::map<std::string, LoggedTest> logged_;
+};
+
+// What the verify results say beyond each scenario's row.
+struct VerifyTally {
+  std::string base_seed;                       // the first result's, for replay
+  std::string no_device_detail;                // a result skipped for want of a CUDA device
+  std::set<std::string> verified_trees;        // kernel_tree_sha256 of the worker each result came from
+  std::vector<std::string> verified_unhashed;  // results that ran but name no build
+};
+
+// Correctness of one scenario: its verify result read as verify::ResultDocument, fresh from this
+// run, and judged (passed, failed, nondeterministic by policy, skipped, crashed).
+ScenarioResult judge_verify_result(const ReportInputs& in, const std::string& kernel, const Scenario& s,
+                                   const Policy& policy, const Freshness& freshness, Reasons& reasons,
+                                   VerifyTally& tally) {
+  ScenarioResult row;
+  row.id = s.id;
+  row.shape = scenario_summary(s);
+  const fs::path file = result_file(in, kernel, s.id);
+  const std::string test = "verify." + kernel + "." + s.id;
+  std::string err;
+  std::optional<json> res;
+  std::optional<verify::ResultDocument> doc;
+  // The document as verify::ResultDocument (attngate/verify/result_document.hpp); a file that is not
+  // one (no or another schema, a field of the wrong type) is unreadable, with the reason.
+  auto parse = [&] {
+    try {
+      doc = verify::parse_result_document(*res);
+    } catch (const json::exception& e) {
+      err = file.string() + ": not a " + kVerifyResultSchema + ": " + e.what();
+    }
+    return doc.has_value();
   };
+  if (!fs::exists(file)) {
+    row.status = "missing";
+    auto [code, detail] = freshness.missing(test, in.verify_timeout_s, "no result " + file.filename().string());
+    reasons.add(code, s.id, detail);
+  } else if (!freshness.fresh(file)) {
+    row.status = "stale";
+    reasons.add("TEST_CRASHED", s.id, file.string() + " is older than this gate run: the test did not run" + freshness.stale_note);
+  } else if (!(res = read_json(file, &err)) || !parse()) {
+    row.status = "unreadable";
+    reasons.add("TEST_CRASHED", s.id, err);
+  } else {
+    const verify::ResultDocument& r = *doc;
+    if (r.kernel_tree_sha256 && is_sha256_hex(*r.kernel_tree_sha256)) tally.verified_trees.insert(*r.kernel_tree_sha256);
+    else if (r.status == "passed" || r.status == "failed") tally.verified_unhashed.push_back(s.id);
+    const std::string& status = r.status;
+    const std::string result_seed = r.base_seed.value_or("");
+    row.status = status;
+    if (tally.base_seed.empty()) tally.base_seed = result_seed;
+    std::optional<double> o_max, lse_max;
+    std::string first_reason;
+    auto finite = [](double v) { return std::isfinite(v) ? std::optional<double>(v) : std::nullopt; };
+    for (const auto& run : r.runs) {
+      if (auto v = finite(run.o.max_abs)) o_max = std::max(o_max.value_or(0), *v);
+      if (auto v = finite(run.lse.max_abs)) lse_max = std::max(lse_max.value_or(0), *v);
+      if (first_reason.empty() && !run.pass)
+        first_reason = run.distribution + ": " + (run.reasons.empty() ? std::string("failed") : run.reasons[0]);
+    }
+    row.o_max_abs = o_max;
+    row.lse_max_abs = lse_max;
+    row.base_seed = result_seed;
+    if (status == "passed") {
+      row.correct = true;
+    } else if (status == "failed" && only_nondeterministic(r)) {
+      // Within the error bounds, but a repeated call differs: its own reason, and a policy.
+      row.nondeterministic = true;
+      row.correct = !policy.nondeterminism_fail;
+      row.flags = {"NONDETERMINISTIC"};
+      if (policy.nondeterminism_fail)
+        reasons.add("NONDETERMINISTIC", s.id,
+                    s.id + " (" + first_reason + "); replay: ATTNGATE_SEED=" + result_seed + " ctest -R '" +
+                        test + "$' (settings.nondeterminism: fail)");
+    } else if (status == "failed") {
+      row.correct = false;
+      reasons.add("CORRECTNESS_FAILED", s.id,
+                  s.id + " (" + (first_reason.empty() ? std::string("see the test output") : first_reason) +
+                      "); replay: ATTNGATE_SEED=" + result_seed + " ctest -R '" + test + "$'");
+    } else if (status == "skipped") {
+      reasons.add("TEST_SKIPPED", s.id, test + " was skipped: " + r.detail);
+      if (r.detail.find("CUDA device") != std::string::npos && tally.no_device_detail.empty())
+        tally.no_device_detail = r.detail;
+    } else if (status == "error") {
+      reasons.add("TEST_CRASHED", s.id, test + " threw: " + r.detail);
+    } else {
+      reasons.add("TEST_CRASHED", s.id, test + " wrote an unknown status '" + status + "'");
+    }
+  }
+  return row;
+}
+
+GateReportOutput build_gate_report(const ReportInputs& in) {
+  const auto suites = load_suites(in.scenarios_dir);
+  const Suite& suite = find_suite(suites, in.suite, in.scenarios_dir);
+  const std::string kernel = kernel_of(in, suite);
+  const std::string baseline = baseline_of(in, suite);
+  const std::string suite_file = fs::path(suite.file).filename().string();
+
+  const Target target = read_target(suite, suite_file, kernel, baseline);
+  const double geomean_target = *target.geomean, floor = target.scenario_floor.value_or(0);
+  const Policy policy = read_policy(suite, suite_file);
+
+  const Freshness freshness(in);
+  auto fresh = [&](const fs::path& f) { return freshness.fresh(f); };
+  auto missing = [&](const std::string& test, double timeout_s, const std::string& what) {
+    return freshness.missing(test, timeout_s, what);
+  };
+  const std::string& stale_note = freshness.stale_note;
 
   Reasons reasons;
   std::vector<ScenarioResult> scenarios;
-  std::string base_seed;
-  bool any_no_device = false;
-  std::string no_device_detail;
+  VerifyTally tally;
 
   // Correctness: one verify result per scenario of every suite the gate checks; the gate suite's
   // rows also carry its timing (below), the others' are counted in `correctness`.
   const std::vector<const Suite*> checked = correctness_suites(suites, suite, in.scenarios_dir);
   Correctness correctness;
-  std::set<std::string> verified_trees;  // kernel_tree_sha256 of the worker each verify result came from
-  std::vector<std::string> verified_unhashed;  // results that ran but name no build
   for (const Suite* cs : checked) correctness.suites.push_back(cs->name);
   for (const Suite* cs : checked)
   for (const auto& s : cs->scenarios) {
-    ScenarioResult row;
-    row.id = s.id;
-    row.shape = scenario_summary(s);
-    const fs::path file = result_file(in, kernel, s.id);
-    const std::string test = "verify." + kernel + "." + s.id;
-    std::string err;
-    std::optional<json> res;
-    std::optional<verify::ResultDocument> doc;
-    // The document as verify::ResultDocument (attngate/verify/result_document.hpp); a file that is not
-    // one (no or another schema, a field of the wrong type) is unreadable, with the reason.
-    auto parse = [&] {
-      try {
-        doc = verify::parse_result_document(*res);
-      } catch (const json::exception& e) {
-        err = file.string() + ": not a " + kVerifyResultSchema + ": " + e.what();
-      }
-      return doc.has_value();
-    };
-    if (!fs::exists(file)) {
-      row.status = "missing";
-      auto [code, detail] = missing(test, in.verify_timeout_s, "no result " + file.filename().string());
-      reasons.add(code, s.id, detail);
-    } else if (!fresh(file)) {
-      row.status = "stale";
-      reasons.add("TEST_CRASHED", s.id, file.string() + " is older than this gate run: the test did not run" + stale_note);
-    } else if (!(res = read_json(file, &err)) || !parse()) {
-      row.status = "unreadable";
-      reasons.add("TEST_CRASHED", s.id, err);
-    } else {
-      const verify::ResultDocument& r = *doc;
-      if (r.kernel_tree_sha256 && is_sha256_hex(*r.kernel_tree_sha256)) verified_trees.insert(*r.kernel_tree_sha256);
-      else if (r.status == "passed" || r.status == "failed") verified_unhashed.push_back(s.id);
-      const std::string& status = r.status;
-      const std::string result_seed = r.base_seed.value_or("");
-      row.status = status;
-      if (base_seed.empty()) base_seed = result_seed;
-      std::optional<double> o_max, lse_max;
-      std::string first_reason;
-      auto finite = [](double v) { return std::isfinite(v) ? std::optional<double>(v) : std::nullopt; };
-      for (const auto& run : r.runs) {
-        if (auto v = finite(run.o.max_abs)) o_max = std::max(o_max.value_or(0), *v);
-        if (auto v = finite(run.lse.max_abs)) lse_max = std::max(lse_max.value_or(0), *v);
-        if (first_reason.empty() && !run.pass)
-          first_reason = run.distribution + ": " + (run.reasons.empty() ? std::string("failed") : run.reasons[0]);
-      }
-      row.o_max_abs = o_max;
-      row.lse_max_abs = lse_max;
-      row.base_seed = result_seed;
-      if (status == "passed") {
-        row.correct = true;
-      } else if (status == "failed" && only_nondeterministic(r)) {
-        // Within the error bounds, but a repeated call differs: its own reason, and a policy.
-        row.nondeterministic = true;
-        row.correct = !policy.nondeterminism_fail;
-        row.flags = {"NONDETERMINISTIC"};
-        if (policy.nondeterminism_fail)
-          reasons.add("NONDETERMINISTIC", s.id,
-                      s.id + " (" + first_reason + "); replay: ATTNGATE_SEED=" + result_seed + " ctest -R '" +
-                          test + "$' (settings.nondeterminism: fail)");
-      } else if (status == "failed") {
-        row.correct = false;
-        reasons.add("CORRECTNESS_FAILED", s.id,
-                    s.id + " (" + (first_reason.empty() ? std::string("see the test output") : first_reason) +
-                        "); replay: ATTNGATE_SEED=" + result_seed + " ctest -R '" + test + "$'");
-      } else if (status == "skipped") {
-        reasons.add("TEST_SKIPPED", s.id, test + " was skipped: " + r.detail);
-        if (r.detail.find("CUDA device") != std::string::npos && !any_no_device) {
-          any_no_device = true;
-          no_device_detail = r.detail;
-        }
-      } else if (status == "error") {
-        reasons.add("TEST_CRASHED", s.id, test + " threw: " + r.detail);
-      } else {
-        reasons.add("TEST_CRASHED", s.id, test + " wrote an unknown status '" + status + "'");
-      }
-    }
+    ScenarioResult row = judge_verify_result(in, kernel, s, policy, freshness, reasons, tally);
     ++correctness.scenarios;
     if (row.correct.value_or(false)) ++correctness.passed;
     else correctness.failed.push_back(s.id);
     if (cs == &suite) scenarios.push_back(std::move(row));
   }
-  if (any_no_device) reasons.add("NO_DEVICE", "", no_device_detail + " (gate.device fails for the same reason)");
+  if (!tally.no_device_detail.empty())
+    reasons.add("NO_DEVICE", "", tally.no_device_detail + " (gate.device fails for the same reason)");
 
   // Performance: the comparison of kernel against baseline, interleaved, on every scenario.
   Geomean geomean;
@@ -1136,7 +1174,7 @@ GateReportOutput build_gate_report(const ReportInputs& in) {
   prov.attngate_dirty = git.dirty;
   prov.candidate = cand_rel;
   prov.candidate_sha256 = sha256_file(in.candidate).value_or("");
-  prov.base_seed = base_seed;
+  prov.base_seed = tally.base_seed;
   if (prov.candidate_sha256.empty())
     reasons.add("TEST_CRASHED", "", "cannot read the candidate source " + in.candidate.string());
 
@@ -1172,9 +1210,9 @@ GateReportOutput build_gate_report(const ReportInputs& in) {
                                              " now: the candidate changed after it was built");
   }
   // The build verification judged must be the build that was timed.
-  if (verified_trees.size() > 1 ||
-      (verified_trees.size() == 1 && built_trees.size() == 1 && *verified_trees.begin() != *built_trees.begin())) {
-    const std::vector<std::string> trees(verified_trees.begin(), verified_trees.end());
+  if (tally.verified_trees.size() > 1 ||
+      (tally.verified_trees.size() == 1 && built_trees.size() == 1 && *tally.verified_trees.begin() != *built_trees.begin())) {
+    const std::vector<std::string> trees(tally.verified_trees.begin(), tally.verified_trees.end());
     reasons.add("CANDIDATE_CHANGED", "", "verification judged build(s) " + join(trees, ", ") + " of " + tree_rel +
                                              (built_trees.size() == 1 ? ", the timing build " + *built_trees.begin() : "") +
                                              ": the candidate was rebuilt between the gate's tests");
@@ -1187,9 +1225,9 @@ GateReportOutput build_gate_report(const ReportInputs& in) {
                                              " (first: " + timed_unhashed.front() +
                                              "): the timing cannot be tied to the folder judged");
   // A worker was timed, so verification ran one too: a result naming no build cannot be tied to it.
-  if (timed_in_worker && !verified_unhashed.empty())
-    reasons.add("CANDIDATE_CHANGED", "", std::to_string(verified_unhashed.size()) + " verify result(s) of " + kernel +
-                                             " name no build of " + tree_rel + " (first: " + verified_unhashed.front() +
+  if (timed_in_worker && !tally.verified_unhashed.empty())
+    reasons.add("CANDIDATE_CHANGED", "", std::to_string(tally.verified_unhashed.size()) + " verify result(s) of " + kernel +
+                                             " name no build of " + tree_rel + " (first: " + tally.verified_unhashed.front() +
                                              "), while the timed worker was built from " +
                                              (built_trees.empty() ? std::string("no named build") : *built_trees.begin()) +
                                              ": verification cannot be tied to the timed build");
@@ -1224,7 +1262,7 @@ GateReportOutput build_gate_report(const ReportInputs& in) {
   report.performance = perf_info;
   report.inputs = {in.results_dir.string(), in.perf.string(), in.started_after.string(), in.scenarios_dir.string()};
   report.time = now_iso8601();
-  if (started) report.wall_s = std::chrono::duration<double>(fs::file_time_type::clock::now() - *started).count();
+  if (auto since = freshness.seconds_since_start()) report.wall_s = *since;
 
   GateReportOutput out;
   out.pass = reasons.empty();
