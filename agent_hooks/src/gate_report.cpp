@@ -846,6 +846,113 @@ class Freshness {
   std::map<std::string, LoggedTest> logged_;
 };
 
+// FOREIGN_KERNEL's detail for one kernel's timing, "" when it launched only its inventory's kernels.
+std::string foreign_kernels(const json& t, const std::string& role, const std::string& name, const char* key) {
+  std::vector<std::string> names;
+  for (const auto& n : t["foreign_kernel_names"]) names.push_back(n.get<std::string>());
+  const double count = std::max(double(names.size()), num(t, "foreign_kernels").value_or(0));
+  if (count <= 0) return "";
+  std::vector<std::string> first(names.begin(), names.begin() + std::min<std::size_t>(names.size(), 3));
+  return role + " '" + name + "' launched " + fmt("%.0f", count) + " kernel(s) its worker's build-time inventory lacks" +
+         (first.empty() ? std::string() : ": " + join(first, ", ")) + (names.size() > first.size() ? ", ..." : "") +
+         " (settings." + key + ": fail)";
+}
+
+// A timed scenario's figures: both kernels' timings as the rules read them, the speedups and rates.
+void fill_timed_row(ScenarioResult& row, const bench::ComparisonScenario& ps) {
+  row.candidate = judged_timing(ps.kernel_timing);
+  row.baseline = judged_timing(ps.base_timing);
+  row.speedup = ps.speedup;
+  row.ci_low = ps.speedup_ci95[0];
+  row.ci_high = ps.speedup_ci95[1];
+  row.kernel_speedup = ps.kernel_speedup;
+  row.wall_speedup = ps.wall_speedup;
+  row.tflops = row.candidate.tflops;
+  row.percent_of_peak = row.candidate.pct_peak;
+  row.calls = ps.calls;
+}
+
+// The timing rules of one scenario (agent_hooks/README.md, "Reason codes"): each hit flags the row
+// and, unless it is informational, fails the gate with its code.
+void judge_timed_row(ScenarioResult& row, const bench::ComparisonDocument& P, const bench::ComparisonScenario& ps,
+                     const Policy& policy, double floor, const std::string& kernel, const std::string& baseline,
+                     Reasons& reasons) {
+  const std::string& id = row.id;
+  const json cand = row.candidate, base = row.baseline;  // the rules read the figures by name
+  std::vector<std::string>& flags = row.flags;
+  auto flag = [&](const std::string& code, const std::string& detail, bool failure = true) {
+    flags.push_back(checked_reason_code(code));
+    if (failure) reasons.add(code, id, id + ": " + detail);
+  };
+  if (auto sp = ps.speedup; sp && *sp < floor)
+    flag("SCENARIO_BELOW_FLOOR", "speedup " + fmt("%.4f", *sp) + " < floor " + fmt("%.4f", floor));
+  const auto foreign = num(cand, "foreign_stream_kernels").value_or(0);
+  const auto streams = num(cand, "streams").value_or(0);
+  if (foreign > 0 || streams > 1)
+    flag("SIDE_STREAM_WORK", fmt("%.0f", foreign) + " kernel(s) over the traced calls ran on a stream other than "
+                             "the harness stream; " + fmt("%.0f", streams) + " stream(s) used (baseline: " +
+                             fmt("%.0f", num(base, "foreign_stream_kernels").value_or(0)) + " such kernels)");
+  if (cand["kernel_count_changed"].get<bool>())
+    flag("KERNEL_COUNT_CHANGED", "kernels per call varied from " + cand["kernel_count_min"].dump() + " to " +
+                                     cand["kernel_count_max"].dump() + " between traced calls (baseline: " +
+                                     base["kernel_count_min"].dump() + " to " + base["kernel_count_max"].dump() + ")");
+  if (auto k = num(cand, "kernel_ms"); !k || *k <= 0) {
+    flag("WALL_KERNEL_MISMATCH", "CUPTI recorded no kernel time for the candidate's traced calls");
+  } else {
+    // A worker's wall time carries the process round trip: CLOCK_DISAGREE (a) judges it instead.
+    const bool isolated = cand.value("process", "") == "worker";
+    for (const auto& [clock, name] : {std::pair{"event_ms", "event time"}, std::pair{"wall_ms", "wall time"}}) {
+      if (isolated && std::string(clock) == "wall_ms") continue;
+      Mismatch m = clock_mismatch(cand, base, clock, name);
+      if (m.hit) {
+        flag("WALL_KERNEL_MISMATCH", m.detail);
+        break;
+      }
+    }
+  }
+  // A call is the kernel's work alone: no copies, no memsets, whatever the baseline does; a
+  // library control's copies and memsets are the library's (cuDNN makes one memset a call).
+  const bool library_control = policy.library_controls.count(kernel) > 0;
+  if (!library_control && num(cand, "memcpy_per_call").value_or(0) > 0)
+    flag("MEMCPY_IN_CALL", fmt("%.2f", num(cand, "memcpy_per_call").value_or(0)) +
+                               " memcpy per traced call of the candidate (baseline: " +
+                               fmt("%.2f", num(base, "memcpy_per_call").value_or(0)) + ")");
+  if (!library_control && num(cand, "memset_per_call").value_or(0) > 0)
+    flag("MEMSET_IN_CALL", fmt("%.2f", num(cand, "memset_per_call").value_or(0)) +
+                               " memset per traced call of the candidate (baseline: " +
+                               fmt("%.2f", num(base, "memset_per_call").value_or(0)) + ")");
+
+  // The GPU to itself: another process's work perturbs every clock of both kernels.
+  if (auto seen = ps.gpu_processes; seen && *seen > ps.gpu_processes_expected)
+    flag("GPU_SHARED", std::to_string(*seen) + " CUDA processes held the GPU while it was timed, the gate's own are " +
+                           std::to_string(ps.gpu_processes_expected) + " (the judge and its workers): another process shared it; "
+                           "run the gate on an idle GPU");
+  // Isolation: the candidate's code never shares the judge's process.
+  if (const std::string process = str(cand, "process");
+      process != "worker" || num(cand, "isolated").value_or(0) != 1)
+    flag("NOT_ISOLATED", "the candidate ran " +
+                             (process.empty() ? std::string("in an unrecorded process") : "'" + process + "'") +
+                             " (isolated=" + opt_fmt("%.0f", num(cand, "isolated")) +
+                             "); the gate requires it to run in a worker process apart from the judge");
+  // Every clock agrees with the others as the baseline's do.
+  if (auto d = clock_disagreements(cand, base, policy); !d.empty()) flag("CLOCK_DISAGREE", join(d, "; "));
+  // The baseline ran undisturbed: its round trip to the judge in this scenario is the one
+  // measured before the candidate's worker existed, and no other context kept the judge's hold
+  // kernel off the GPU during its calls (a GPU hog elsewhere slows every clock of the baseline).
+  if (auto d = baseline_disturbance(base, policy); !d.empty()) flag("BASELINE_DISTURBED", d);
+  // No clock beats the device.
+  const Plausibility pl = plausibility(P, ps, cand, base, policy.wall_slack_ms);
+  row.floor_ms = pl.floor_ms;
+  if (pl.hit) flag("IMPLAUSIBLE", pl.detail);
+  // Kernels the worker's own build did not define (a library call, a kernel loaded at run time).
+  if (policy.candidate_foreign_fail && !library_control)
+    if (auto d = foreign_kernels(cand, "the candidate", kernel, "candidate_foreign_kernels"); !d.empty())
+      flag("FOREIGN_KERNEL", d);
+  if (policy.baseline_foreign_fail)
+    if (auto d = foreign_kernels(base, "the baseline", baseline, "baseline_foreign_kernels"); !d.empty())
+      flag("FOREIGN_KERNEL", d);
+}
+
 // What the verify results say beyond each scenario's row.
 struct VerifyTally {
   std::string base_seed;                       // the first result's, for replay
@@ -1027,102 +1134,12 @@ GateReportOutput build_gate_report(const ReportInputs& in) {
         continue;
       }
       const bench::ComparisonScenario& ps = *it->second;
-      row.candidate = judged_timing(ps.kernel_timing);
-      row.baseline = judged_timing(ps.base_timing);
-      const json cand = row.candidate, base = row.baseline;  // the rules read the figures by name
       if (const auto& tree = ps.kernel_timing.kernel_tree_sha256; !tree.empty()) built_trees.insert(tree);
       else if (ps.kernel_timing.process == "worker") timed_unhashed.push_back(id);
       timed_in_worker |= ps.kernel_timing.process == "worker";
       if (const auto& dir = ps.kernel_timing.kernel_tree_dir; !dir.empty()) built_tree_dir = dir;
-      row.speedup = ps.speedup;
-      row.ci_low = ps.speedup_ci95[0];
-      row.ci_high = ps.speedup_ci95[1];
-      row.kernel_speedup = ps.kernel_speedup;
-      row.wall_speedup = ps.wall_speedup;
-      row.tflops = row.candidate.tflops;
-      row.percent_of_peak = row.candidate.pct_peak;
-      row.calls = ps.calls;
-
-      std::vector<std::string>& flags = row.flags;
-      auto flag = [&](const std::string& code, const std::string& detail, bool failure = true) {
-        flags.push_back(checked_reason_code(code));
-        if (failure) reasons.add(code, id, id + ": " + detail);
-      };
-      if (auto sp = ps.speedup; sp && *sp < floor)
-        flag("SCENARIO_BELOW_FLOOR", "speedup " + fmt("%.4f", *sp) + " < floor " + fmt("%.4f", floor));
-      const auto foreign = num(cand, "foreign_stream_kernels").value_or(0);
-      const auto streams = num(cand, "streams").value_or(0);
-      if (foreign > 0 || streams > 1)
-        flag("SIDE_STREAM_WORK", fmt("%.0f", foreign) + " kernel(s) over the traced calls ran on a stream other than "
-                                 "the harness stream; " + fmt("%.0f", streams) + " stream(s) used (baseline: " +
-                                 fmt("%.0f", num(base, "foreign_stream_kernels").value_or(0)) + " such kernels)");
-      if (cand["kernel_count_changed"].get<bool>())
-        flag("KERNEL_COUNT_CHANGED", "kernels per call varied from " + cand["kernel_count_min"].dump() + " to " +
-                                         cand["kernel_count_max"].dump() + " between traced calls (baseline: " +
-                                         base["kernel_count_min"].dump() + " to " + base["kernel_count_max"].dump() + ")");
-      if (auto k = num(cand, "kernel_ms"); !k || *k <= 0) {
-        flag("WALL_KERNEL_MISMATCH", "CUPTI recorded no kernel time for the candidate's traced calls");
-      } else {
-        // A worker's wall time carries the process round trip: CLOCK_DISAGREE (a) judges it instead.
-        const bool isolated = cand.value("process", "") == "worker";
-        for (const auto& [clock, name] : {std::pair{"event_ms", "event time"}, std::pair{"wall_ms", "wall time"}}) {
-          if (isolated && std::string(clock) == "wall_ms") continue;
-          Mismatch m = clock_mismatch(cand, base, clock, name);
-          if (m.hit) {
-            flag("WALL_KERNEL_MISMATCH", m.detail);
-            break;
-          }
-        }
-      }
-      // A call is the kernel's work alone: no copies, no memsets, whatever the baseline does; a
-      // library control's copies and memsets are the library's (cuDNN makes one memset a call).
-      const bool library_control = policy.library_controls.count(kernel) > 0;
-      if (!library_control && num(cand, "memcpy_per_call").value_or(0) > 0)
-        flag("MEMCPY_IN_CALL", fmt("%.2f", num(cand, "memcpy_per_call").value_or(0)) +
-                                   " memcpy per traced call of the candidate (baseline: " +
-                                   fmt("%.2f", num(base, "memcpy_per_call").value_or(0)) + ")");
-      if (!library_control && num(cand, "memset_per_call").value_or(0) > 0)
-        flag("MEMSET_IN_CALL", fmt("%.2f", num(cand, "memset_per_call").value_or(0)) +
-                                   " memset per traced call of the candidate (baseline: " +
-                                   fmt("%.2f", num(base, "memset_per_call").value_or(0)) + ")");
-
-      // The GPU to itself: another process's work perturbs every clock of both kernels.
-      if (auto seen = ps.gpu_processes; seen && *seen > ps.gpu_processes_expected)
-        flag("GPU_SHARED", std::to_string(*seen) + " CUDA processes held the GPU while it was timed, the gate's own are " +
-                               std::to_string(ps.gpu_processes_expected) + " (the judge and its workers): another process shared it; "
-                               "run the gate on an idle GPU");
-      // Isolation: the candidate's code never shares the judge's process.
-      if (const std::string process = str(cand, "process");
-          process != "worker" || num(cand, "isolated").value_or(0) != 1)
-        flag("NOT_ISOLATED", "the candidate ran " +
-                                 (process.empty() ? std::string("in an unrecorded process") : "'" + process + "'") +
-                                 " (isolated=" + opt_fmt("%.0f", num(cand, "isolated")) +
-                                 "); the gate requires it to run in a worker process apart from the judge");
-      // Every clock agrees with the others as the baseline's do.
-      if (auto d = clock_disagreements(cand, base, policy); !d.empty()) flag("CLOCK_DISAGREE", join(d, "; "));
-      // The baseline ran undisturbed: its round trip to the judge in this scenario is the one
-      // measured before the candidate's worker existed, and no other context kept the judge's hold
-      // kernel off the GPU during its calls (a GPU hog elsewhere slows every clock of the baseline).
-      if (auto d = baseline_disturbance(base, policy); !d.empty()) flag("BASELINE_DISTURBED", d);
-      // No clock beats the device.
-      const Plausibility pl = plausibility(P, ps, cand, base, policy.wall_slack_ms);
-      row.floor_ms = pl.floor_ms;
-      if (pl.hit) flag("IMPLAUSIBLE", pl.detail);
-      // Kernels the worker's own build did not define (a library call, a kernel loaded at run time).
-      auto foreign_kernels = [&](const json& t, const std::string& role, const std::string& name, const char* key) {
-        std::vector<std::string> names;
-        for (const auto& n : t["foreign_kernel_names"]) names.push_back(n.get<std::string>());
-        const double count = std::max(double(names.size()), num(t, "foreign_kernels").value_or(0));
-        if (count <= 0) return;
-        std::vector<std::string> first(names.begin(), names.begin() + std::min<std::size_t>(names.size(), 3));
-        flag("FOREIGN_KERNEL", role + " '" + name + "' launched " + fmt("%.0f", count) +
-                                   " kernel(s) its worker's build-time inventory lacks" +
-                                   (first.empty() ? std::string() : ": " + join(first, ", ")) +
-                                   (names.size() > first.size() ? ", ..." : "") + " (settings." + key + ": fail)");
-      };
-      if (policy.candidate_foreign_fail && !library_control)
-        foreign_kernels(cand, "the candidate", kernel, "candidate_foreign_kernels");
-      if (policy.baseline_foreign_fail) foreign_kernels(base, "the baseline", baseline, "baseline_foreign_kernels");
+      fill_timed_row(row, ps);
+      judge_timed_row(row, P, ps, policy, floor, kernel, baseline, reasons);
     }
     geomean.speedup = P.geomean_speedup;
     geomean.kernel_speedup = P.geomean_kernel_speedup;
