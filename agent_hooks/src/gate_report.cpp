@@ -846,6 +846,36 @@ class Freshness {
   std::map<std::string, LoggedTest> logged_;
 };
 
+// The comparison of kernel against baseline (bench/include/attngate/bench/comparison_document.hpp),
+// fresh from this run and schema-valid, or nothing with the reason why.
+std::optional<bench::ComparisonDocument> load_comparison(const ReportInputs& in, const std::string& kernel,
+                                                         const std::string& baseline, const Freshness& freshness,
+                                                         Reasons& reasons) {
+  std::string perr;
+  std::optional<json> perf_json;
+  std::optional<bench::ComparisonDocument> perf;
+  if (!fs::exists(in.perf)) {
+    auto [code, detail] = freshness.missing("gate.performance", in.perf_timeout_s, "no " + in.perf.string());
+    reasons.add(code == "TEST_TIMEOUT" ? code : "NO_PERF", "", detail);
+  } else if (!freshness.fresh(in.perf)) {
+    reasons.add("NO_PERF", "", in.perf.string() + " is older than this gate run: gate.performance did not run" + freshness.stale_note);
+  } else if (!(perf_json = read_json(in.perf, &perr))) {
+    reasons.add("NO_PERF", "", perr);
+  } else if (auto problems = comparison_problems(in.repo, *perf_json); !problems.empty()) {
+    reasons.add("NO_PERF", "", in.perf.string() + " is not an attngate.comparison/1 document (" + kComparisonSchemaFile +
+                                   "): " + join(std::vector<std::string>(problems.begin(),
+                                                                         problems.begin() + std::min<size_t>(problems.size(), 3)),
+                                                "; "));
+  } else if (!(perf = parse_comparison(*perf_json, &perr))) {
+    reasons.add("NO_PERF", "", in.perf.string() + ": " + perr);
+  } else if (perf->kernel != kernel || perf->base != baseline) {
+    reasons.add("NO_PERF", "", in.perf.string() + " compares " + perf->kernel + " against " + perf->base +
+                                   "; the gate needs " + kernel + " against " + baseline);
+    perf.reset();
+  }
+  return perf;
+}
+
 // FOREIGN_KERNEL's detail for one kernel's timing, "" when it launched only its inventory's kernels.
 std::string foreign_kernels(const json& t, const std::string& role, const std::string& name, const char* key) {
   std::vector<std::string> names;
@@ -953,6 +983,77 @@ void judge_timed_row(ScenarioResult& row, const bench::ComparisonDocument& P, co
       flag("FOREIGN_KERNEL", d);
 }
 
+// What the timed rows say beyond each row: the geomean and the builds the workers named.
+struct TimingTally {
+  Geomean geomean;
+  PerformanceInfo perf_info;
+  std::set<std::string> built_trees;        // kernel_tree_sha256 of the candidate's worker, per row
+  std::vector<std::string> timed_unhashed;  // rows timed in a worker that named no build
+  bool timed_in_worker = false;
+  std::string built_tree_dir;  // the folder that worker hashed, relative to the repository
+};
+
+// Timing: every scenario of the suite timed against the baseline, each row judged by the timing
+// rules, the geomean's CI lower bound against the target (only when every scenario was timed).
+TimingTally judge_timing(const ReportInputs& in, const bench::ComparisonDocument& P,
+                         std::vector<ScenarioResult>& scenarios, const Policy& policy, const Target& target,
+                         Reasons& reasons) {
+  TimingTally t;
+  const double geomean_target = *target.geomean, floor = target.scenario_floor.value_or(0);
+  std::map<std::string, const bench::ComparisonScenario*> by_id;
+  for (const auto& ps : P.scenarios) by_id[ps.id] = &ps;
+  std::map<std::string, const bench::FailedScenario*> failed;
+  for (const auto& f : P.failed) failed[f.id] = &f;
+  // A failure of no scenario of the suite (the bench's suite summary): nothing it wrote can be judged.
+  for (const auto& f : P.failed)
+    if (std::none_of(scenarios.begin(), scenarios.end(), [&](const auto& row) { return row.id == f.id; }))
+      reasons.add("NO_PERF", "", in.perf.filename().string() + ": " + f.id + ": " + f.error);
+  bool perf_complete = true;
+  for (auto& row : scenarios) {
+    const std::string id = row.id;
+    auto it = by_id.find(id);
+    if (it == by_id.end()) {
+      perf_complete = false;
+      auto f = failed.find(id);
+      reasons.add(f != failed.end() ? untimed_code(*f->second) : "NO_PERF", id,
+                  f != failed.end() ? id + " was not timed: " + f->second->error
+                                    : id + " is missing from " + in.perf.filename().string());
+      continue;
+    }
+    const bench::ComparisonScenario& ps = *it->second;
+    if (const auto& tree = ps.kernel_timing.kernel_tree_sha256; !tree.empty()) t.built_trees.insert(tree);
+    else if (ps.kernel_timing.process == "worker") t.timed_unhashed.push_back(id);
+    t.timed_in_worker |= ps.kernel_timing.process == "worker";
+    if (const auto& dir = ps.kernel_timing.kernel_tree_dir; !dir.empty()) t.built_tree_dir = dir;
+    fill_timed_row(row, ps);
+    judge_timed_row(row, P, ps, policy, floor, target.kernel, target.baseline, reasons);
+  }
+  t.geomean.speedup = P.geomean_speedup;
+  t.geomean.kernel_speedup = P.geomean_kernel_speedup;
+  t.geomean.wall_speedup = P.geomean_wall_speedup;
+  t.geomean.scenarios = std::int64_t(P.scenarios.size());
+  t.geomean.bootstrap_resamples = P.bootstrap_resamples;
+  if (P.geomean_ci95[0] && P.geomean_ci95[1]) {
+    t.geomean.ci_low = P.geomean_ci95[0];
+    t.geomean.ci_high = P.geomean_ci95[1];
+  }
+  if (perf_complete) {
+    auto lo = t.geomean.ci_low;
+    if (!lo)
+      reasons.add("GEOMEAN_BELOW_TARGET", "", "the comparison has no confidence interval of the t.geomean");
+    else if (*lo < geomean_target)
+      reasons.add("GEOMEAN_BELOW_TARGET", "",
+                  "t.geomean " + opt_fmt("%.4f", t.geomean.speedup) + ", 95% CI [" + fmt("%.4f", *lo) + ", " +
+                      opt_fmt("%.4f", t.geomean.ci_high) + "]: the lower bound " + fmt("%.4f", *lo) +
+                      " does not clear the target " + fmt("%.4f", geomean_target));
+  }
+  if (const std::string found = forbidden_symbols(P); !found.empty()) reasons.add("FORBIDDEN_SYMBOL", "", found);
+  if (const std::string missing = sandbox_gaps(P.sandbox); !missing.empty() && policy.sandbox_fail)
+    reasons.add("SANDBOX_UNAVAILABLE", "", "the workers ran without " + missing + " (settings.sandbox: fail)");
+  t.perf_info = {in.perf.string(), P.wall_s, P.noise_target};
+  return t;
+}
+
 // What the verify results say beyond each scenario's row.
 struct VerifyTally {
   std::string base_seed;                       // the first result's, for replay
@@ -1043,163 +1144,16 @@ ScenarioResult judge_verify_result(const ReportInputs& in, const std::string& ke
   return row;
 }
 
-GateReportOutput build_gate_report(const ReportInputs& in) {
-  const auto suites = load_suites(in.scenarios_dir);
-  const Suite& suite = find_suite(suites, in.suite, in.scenarios_dir);
-  const std::string kernel = kernel_of(in, suite);
-  const std::string baseline = baseline_of(in, suite);
-  const std::string suite_file = fs::path(suite.file).filename().string();
-
-  const Target target = read_target(suite, suite_file, kernel, baseline);
-  const double geomean_target = *target.geomean, floor = target.scenario_floor.value_or(0);
-  const Policy policy = read_policy(suite, suite_file);
-
-  const Freshness freshness(in);
-  auto fresh = [&](const fs::path& f) { return freshness.fresh(f); };
-  auto missing = [&](const std::string& test, double timeout_s, const std::string& what) {
-    return freshness.missing(test, timeout_s, what);
-  };
-  const std::string& stale_note = freshness.stale_note;
-
-  Reasons reasons;
-  std::vector<ScenarioResult> scenarios;
-  VerifyTally tally;
-
-  // Correctness: one verify result per scenario of every suite the gate checks; the gate suite's
-  // rows also carry its timing (below), the others' are counted in `correctness`.
-  const std::vector<const Suite*> checked = correctness_suites(suites, suite, in.scenarios_dir);
-  Correctness correctness;
-  for (const Suite* cs : checked) correctness.suites.push_back(cs->name);
-  for (const Suite* cs : checked)
-  for (const auto& s : cs->scenarios) {
-    ScenarioResult row = judge_verify_result(in, kernel, s, policy, freshness, reasons, tally);
-    ++correctness.scenarios;
-    if (row.correct.value_or(false)) ++correctness.passed;
-    else correctness.failed.push_back(s.id);
-    if (cs == &suite) scenarios.push_back(std::move(row));
-  }
-  if (!tally.no_device_detail.empty())
-    reasons.add("NO_DEVICE", "", tally.no_device_detail + " (gate.device fails for the same reason)");
-
-  // Performance: the comparison of kernel against baseline, interleaved, on every scenario.
-  Geomean geomean;
-  PerformanceInfo perf_info;
-  std::string perr;
-  std::optional<json> perf_json;
-  std::optional<bench::ComparisonDocument> perf;
-  bool perf_complete = false;
-  std::set<std::string> built_trees;  // kernel_tree_sha256 of the candidate's worker, per row
-  std::vector<std::string> timed_unhashed;  // rows timed in a worker that named no build
-  bool timed_in_worker = false;
-  std::string built_tree_dir;         // the folder that worker hashed, relative to the repository
-  if (!fs::exists(in.perf)) {
-    auto [code, detail] = missing("gate.performance", in.perf_timeout_s, "no " + in.perf.string());
-    reasons.add(code == "TEST_TIMEOUT" ? code : "NO_PERF", "", detail);
-  } else if (!fresh(in.perf)) {
-    reasons.add("NO_PERF", "", in.perf.string() + " is older than this gate run: gate.performance did not run" + stale_note);
-  } else if (!(perf_json = read_json(in.perf, &perr))) {
-    reasons.add("NO_PERF", "", perr);
-  } else if (auto problems = comparison_problems(in.repo, *perf_json); !problems.empty()) {
-    reasons.add("NO_PERF", "", in.perf.string() + " is not an attngate.comparison/1 document (" + kComparisonSchemaFile +
-                                   "): " + join(std::vector<std::string>(problems.begin(),
-                                                                         problems.begin() + std::min<size_t>(problems.size(), 3)),
-                                                "; "));
-  } else if (!(perf = parse_comparison(*perf_json, &perr))) {
-    reasons.add("NO_PERF", "", in.perf.string() + ": " + perr);
-  } else if (perf->kernel != kernel || perf->base != baseline) {
-    reasons.add("NO_PERF", "", in.perf.string() + " compares " + perf->kernel + " against " + perf->base +
-                                   "; the gate needs " + kernel + " against " + baseline);
-    perf.reset();
-  }
-  if (perf) {
-    const bench::ComparisonDocument& P = *perf;
-    std::map<std::string, const bench::ComparisonScenario*> by_id;
-    for (const auto& ps : P.scenarios) by_id[ps.id] = &ps;
-    std::map<std::string, const bench::FailedScenario*> failed;
-    for (const auto& f : P.failed) failed[f.id] = &f;
-    // A failure of no scenario of the suite (the bench's suite summary): nothing it wrote can be judged.
-    for (const auto& f : P.failed)
-      if (std::none_of(scenarios.begin(), scenarios.end(), [&](const auto& row) { return row.id == f.id; }))
-        reasons.add("NO_PERF", "", in.perf.filename().string() + ": " + f.id + ": " + f.error);
-    perf_complete = true;
-    for (auto& row : scenarios) {
-      const std::string id = row.id;
-      auto it = by_id.find(id);
-      if (it == by_id.end()) {
-        perf_complete = false;
-        auto f = failed.find(id);
-        reasons.add(f != failed.end() ? untimed_code(*f->second) : "NO_PERF", id,
-                    f != failed.end() ? id + " was not timed: " + f->second->error
-                                      : id + " is missing from " + in.perf.filename().string());
-        continue;
-      }
-      const bench::ComparisonScenario& ps = *it->second;
-      if (const auto& tree = ps.kernel_timing.kernel_tree_sha256; !tree.empty()) built_trees.insert(tree);
-      else if (ps.kernel_timing.process == "worker") timed_unhashed.push_back(id);
-      timed_in_worker |= ps.kernel_timing.process == "worker";
-      if (const auto& dir = ps.kernel_timing.kernel_tree_dir; !dir.empty()) built_tree_dir = dir;
-      fill_timed_row(row, ps);
-      judge_timed_row(row, P, ps, policy, floor, kernel, baseline, reasons);
-    }
-    geomean.speedup = P.geomean_speedup;
-    geomean.kernel_speedup = P.geomean_kernel_speedup;
-    geomean.wall_speedup = P.geomean_wall_speedup;
-    geomean.scenarios = std::int64_t(P.scenarios.size());
-    geomean.bootstrap_resamples = P.bootstrap_resamples;
-    if (P.geomean_ci95[0] && P.geomean_ci95[1]) {
-      geomean.ci_low = P.geomean_ci95[0];
-      geomean.ci_high = P.geomean_ci95[1];
-    }
-    if (perf_complete) {
-      auto lo = geomean.ci_low;
-      if (!lo)
-        reasons.add("GEOMEAN_BELOW_TARGET", "", "the comparison has no confidence interval of the geomean");
-      else if (*lo < geomean_target)
-        reasons.add("GEOMEAN_BELOW_TARGET", "",
-                    "geomean " + opt_fmt("%.4f", geomean.speedup) + ", 95% CI [" + fmt("%.4f", *lo) + ", " +
-                        opt_fmt("%.4f", geomean.ci_high) + "]: the lower bound " + fmt("%.4f", *lo) +
-                        " does not clear the target " + fmt("%.4f", geomean_target));
-    }
-    if (const std::string found = forbidden_symbols(P); !found.empty()) reasons.add("FORBIDDEN_SYMBOL", "", found);
-    if (const std::string missing = sandbox_gaps(P.sandbox); !missing.empty() && policy.sandbox_fail)
-      reasons.add("SANDBOX_UNAVAILABLE", "", "the workers ran without " + missing + " (settings.sandbox: fail)");
-    perf_info = {in.perf.string(), P.wall_s, P.noise_target};
-  }
-
-  // The fastest library measured on this GPU, per scenario (a missing file is fine: the report says so).
-  const BestBaselines best = load_best_baselines(in.repo, perf ? perf->device : std::string{});
-  const Baselines baselines = apply_best_baselines(scenarios, best);
-
-  // Provenance and tamper evidence.
-  Provenance prov;
-  if (perf) {
-    const bench::ComparisonDocument& P = *perf;
-    prov.gpu = P.device;
-    prov.device_sm = P.device_sm;
-    prov.driver = P.driver_version;
-    prov.cuda_driver = P.cuda_driver_version;
-    prov.cuda = P.cuda_runtime_version;
-    prov.peak_tflops = P.peak_tflops;
-    prov.sm_clock = P.sm_clock;
-    prov.sm_clock_mhz = P.sm_clock.median_mhz;
-  }
+// CANDIDATE_CHANGED: the folder judged now is the one compiled into the measured worker, and the
+// build verification judged is the build that was timed. Records the folder's hashes in `prov`.
+void judge_candidate_tree(const ReportInputs& in, const std::string& kernel, const TimingTally& timing,
+                          const VerifyTally& tally, Provenance& prov, Reasons& reasons) {
+  const std::set<std::string>& built_trees = timing.built_trees;
   std::error_code rel_ec;
-  std::string cand_rel = fs::relative(in.candidate, in.repo, rel_ec).generic_string();
-  if (rel_ec || cand_rel.empty()) cand_rel = in.candidate.string();
-  GitState git = git_state(in.repo, cand_rel);
-  prov.attngate_commit = git.commit;
-  prov.attngate_dirty = git.dirty;
-  prov.candidate = cand_rel;
-  prov.candidate_sha256 = sha256_file(in.candidate).value_or("");
-  prov.base_seed = tally.base_seed;
-  if (prov.candidate_sha256.empty())
-    reasons.add("TEST_CRASHED", "", "cannot read the candidate source " + in.candidate.string());
-
-  // CANDIDATE_CHANGED: the folder judged now is the one compiled into the measured worker.
   // The folder the worker hashed when it was built (kernels/candidate for the candidate; the
   // adversarial library's for a planted cheat), else the candidate source's folder.
   const fs::path tree_dir = !in.candidate_tree.empty() ? in.candidate_tree
-                            : !built_tree_dir.empty()  ? in.repo / built_tree_dir
+                            : !timing.built_tree_dir.empty() ? in.repo / timing.built_tree_dir
                                                        : in.candidate.parent_path();
   std::string tree_rel = fs::relative(tree_dir, in.repo, rel_ec).generic_string();
   if (rel_ec || tree_rel.empty()) tree_rel = tree_dir.string();
@@ -1236,32 +1190,110 @@ GateReportOutput build_gate_report(const ReportInputs& in) {
   }
   // A worker names the build it was compiled from at its hello; one that names none (its hash blanked
   // or never compiled in) cannot be tied to the folder judged.
-  if (!timed_unhashed.empty())
-    reasons.add("CANDIDATE_CHANGED", "", std::to_string(timed_unhashed.size()) + " scenario(s) of " + kernel +
+  if (!timing.timed_unhashed.empty())
+    reasons.add("CANDIDATE_CHANGED", "", std::to_string(timing.timed_unhashed.size()) + " scenario(s) of " + kernel +
                                              " were timed in a worker that named no build of " + tree_rel +
-                                             " (first: " + timed_unhashed.front() +
+                                             " (first: " + timing.timed_unhashed.front() +
                                              "): the timing cannot be tied to the folder judged");
   // A worker was timed, so verification ran one too: a result naming no build cannot be tied to it.
-  if (timed_in_worker && !tally.verified_unhashed.empty())
+  if (timing.timed_in_worker && !tally.verified_unhashed.empty())
     reasons.add("CANDIDATE_CHANGED", "", std::to_string(tally.verified_unhashed.size()) + " verify result(s) of " + kernel +
                                              " name no build of " + tree_rel + " (first: " + tally.verified_unhashed.front() +
                                              "), while the timed worker was built from " +
                                              (built_trees.empty() ? std::string("no named build") : *built_trees.begin()) +
                                              ": verification cannot be tied to the timed build");
+}
 
+// HARNESS_UNVERIFIED / HARNESS_MODIFIED: every harness file is the commit's (the kernel's own
+// folders excluded).
+HarnessRecord judge_harness(const ReportInputs& in, const std::string& kernel, const std::string& cand_rel,
+                            const std::string& commit, Reasons& reasons) {
   std::vector<std::string> excluded = {"kernels/" + kernel};
   if (cand_rel.rfind("../", 0) != 0 && fs::path(cand_rel).has_parent_path())
     excluded.push_back(fs::path(cand_rel).parent_path().generic_string());
   HarnessCheck h = check_harness(in.repo, excluded);
-  const HarnessRecord harness{h.verified, h.why, h.modified, excluded, harness_roots(), h.sha256};
   if (!h.verified) {
     reasons.add("HARNESS_UNVERIFIED", "", h.why);
   } else if (!h.modified.empty()) {
     std::vector<std::string> first(h.modified.begin(), h.modified.begin() + std::min<std::size_t>(h.modified.size(), 8));
     reasons.add("HARNESS_MODIFIED", "", std::to_string(h.modified.size()) + " harness file(s) differ from commit " +
-                                            git.commit.substr(0, 12) + ": " + join(first, ", ") +
+                                            commit.substr(0, 12) + ": " + join(first, ", ") +
                                             (h.modified.size() > first.size() ? ", ..." : ""));
   }
+  return {h.verified, h.why, h.modified, excluded, harness_roots(), h.sha256};
+}
+
+// The device, driver and clocks the comparison was measured with.
+Provenance device_provenance(const std::optional<bench::ComparisonDocument>& perf) {
+  Provenance prov;
+  if (!perf) return prov;
+  const bench::ComparisonDocument& P = *perf;
+  prov.gpu = P.device;
+  prov.device_sm = P.device_sm;
+  prov.driver = P.driver_version;
+  prov.cuda_driver = P.cuda_driver_version;
+  prov.cuda = P.cuda_runtime_version;
+  prov.peak_tflops = P.peak_tflops;
+  prov.sm_clock = P.sm_clock;
+  prov.sm_clock_mhz = P.sm_clock.median_mhz;
+  return prov;
+}
+
+GateReportOutput build_gate_report(const ReportInputs& in) {
+  const auto suites = load_suites(in.scenarios_dir);
+  const Suite& suite = find_suite(suites, in.suite, in.scenarios_dir);
+  const std::string kernel = kernel_of(in, suite);
+  const std::string baseline = baseline_of(in, suite);
+  const std::string suite_file = fs::path(suite.file).filename().string();
+
+  const Target target = read_target(suite, suite_file, kernel, baseline);
+  const Policy policy = read_policy(suite, suite_file);
+
+  const Freshness freshness(in);
+
+  Reasons reasons;
+  std::vector<ScenarioResult> scenarios;
+  VerifyTally tally;
+
+  // Correctness: one verify result per scenario of every suite the gate checks; the gate suite's
+  // rows also carry its timing (below), the others' are counted in `correctness`.
+  const std::vector<const Suite*> checked = correctness_suites(suites, suite, in.scenarios_dir);
+  Correctness correctness;
+  for (const Suite* cs : checked) correctness.suites.push_back(cs->name);
+  for (const Suite* cs : checked)
+  for (const auto& s : cs->scenarios) {
+    ScenarioResult row = judge_verify_result(in, kernel, s, policy, freshness, reasons, tally);
+    ++correctness.scenarios;
+    if (row.correct.value_or(false)) ++correctness.passed;
+    else correctness.failed.push_back(s.id);
+    if (cs == &suite) scenarios.push_back(std::move(row));
+  }
+  if (!tally.no_device_detail.empty())
+    reasons.add("NO_DEVICE", "", tally.no_device_detail + " (gate.device fails for the same reason)");
+
+  // Performance: the comparison of kernel against baseline, interleaved, on every scenario.
+  const std::optional<bench::ComparisonDocument> perf = load_comparison(in, kernel, baseline, freshness, reasons);
+  const TimingTally timing = perf ? judge_timing(in, *perf, scenarios, policy, target, reasons) : TimingTally{};
+  // The fastest library measured on this GPU, per scenario (a missing file is fine: the report says so).
+  const BestBaselines best = load_best_baselines(in.repo, perf ? perf->device : std::string{});
+  const Baselines baselines = apply_best_baselines(scenarios, best);
+
+  // Provenance and tamper evidence.
+  Provenance prov = device_provenance(perf);
+  std::error_code rel_ec;
+  std::string cand_rel = fs::relative(in.candidate, in.repo, rel_ec).generic_string();
+  if (rel_ec || cand_rel.empty()) cand_rel = in.candidate.string();
+  GitState git = git_state(in.repo, cand_rel);
+  prov.attngate_commit = git.commit;
+  prov.attngate_dirty = git.dirty;
+  prov.candidate = cand_rel;
+  prov.candidate_sha256 = sha256_file(in.candidate).value_or("");
+  prov.base_seed = tally.base_seed;
+  if (prov.candidate_sha256.empty())
+    reasons.add("TEST_CRASHED", "", "cannot read the candidate source " + in.candidate.string());
+
+  judge_candidate_tree(in, kernel, timing, tally, prov, reasons);
+  const HarnessRecord harness = judge_harness(in, kernel, cand_rel, git.commit, reasons);
 
   GateReport report;
   report.verdict = reasons.empty() ? "pass" : "fail";
@@ -1269,14 +1301,14 @@ GateReportOutput build_gate_report(const ReportInputs& in) {
   report.suite = suite.name;
   report.target = target;
   report.policy = policy.record;
-  report.geomean = geomean;
+  report.geomean = timing.geomean;
   report.scenarios = std::move(scenarios);
   report.correctness = correctness;
   report.baselines = baselines;
   report.best_baselines = best_baselines_info(best);
   report.provenance = prov;
   report.harness = harness;
-  report.performance = perf_info;
+  report.performance = timing.perf_info;
   report.inputs = {in.results_dir.string(), in.perf.string(), in.started_after.string(), in.scenarios_dir.string()};
   report.time = now_iso8601();
   if (auto since = freshness.seconds_since_start()) report.wall_s = *since;
