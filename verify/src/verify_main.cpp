@@ -491,82 +491,101 @@ struct Batch {
   bool gate_labelled = false;
 };
 
-void emit_ctest(const Options& opt) {
-  std::ofstream f(opt.emit_ctest);
-  if (!f) throw std::runtime_error("cannot write " + opt.emit_ctest);
-  auto quoted = [](const std::string& s) { return "[==[" + s + "]==]"; };
-  auto add_test = [&](const std::string& name, const std::vector<std::string>& argv) {
-    f << "add_test(" << quoted(name);
-    for (const auto& a : argv) f << " " << quoted(a);
-    f << ")\n";
-  };
-  const auto suites = load_suite_dir(opt.scenario_dir);
+// The CTest file being written: add_test and set_tests_properties lines, every argument quoted.
+class CtestFile {
+ public:
+  explicit CtestFile(const std::string& path) : path_(path), f_(path) {
+    if (!f_) throw std::runtime_error("cannot write " + path);
+  }
+  static std::string quoted(const std::string& s) { return "[==[" + s + "]==]"; }
+  void add_test(const std::string& name, const std::vector<std::string>& argv) {
+    f_ << "add_test(" << quoted(name);
+    for (const auto& a : argv) f_ << " " << quoted(a);
+    f_ << ")\n";
+  }
+  std::ofstream& out() { return f_; }
+  void close() {
+    if (!f_.flush()) throw std::runtime_error("cannot write " + path_);
+  }
+
+ private:
+  std::string path_;
+  std::ofstream f_;
+};
+
+// What the gate suite's settings say about the gate's tests (none of it when there is no gate suite).
+struct GatePlan {
   const Suite* gate = nullptr;
+  std::string kernel, baseline;
+  std::vector<std::string> checked;  // the suites whose verification the gate includes
+  std::filesystem::path dir;         // <build>/gate: its marker, performance.json and report
+  bool checks(const std::string& suite) const {
+    return std::find(checked.begin(), checked.end(), suite) != checked.end();
+  }
+};
+
+GatePlan plan_gate(const Options& opt, const std::vector<Suite>& suites) {
+  GatePlan g;
   for (const auto& s : suites)
-    if (s.name == "gate") gate = &s;
-  const std::string gate_k = gate ? gate_kernel(*gate) : "candidate";
-  const std::string gate_b = gate ? gate_baseline(*gate) : opt.initial;
-  const std::vector<std::string> checked = gate ? gate_correctness_suites(*gate) : std::vector<std::string>{};
-  for (const auto& name : checked) {
+    if (s.name == "gate") g.gate = &s;
+  g.kernel = g.gate ? gate_kernel(*g.gate) : "candidate";
+  g.baseline = g.gate ? gate_baseline(*g.gate) : opt.initial;
+  if (g.gate) g.checked = gate_correctness_suites(*g.gate);
+  for (const auto& name : g.checked) {
     bool found = false;
     for (const auto& s : suites) found |= s.name == name;
     if (!found)
       throw std::runtime_error("gate.yaml settings.correctness_suites names suite '" + name + "', which is not in " +
                                opt.scenario_dir.string());
   }
-  auto gate_checks = [&](const std::string& suite) {
-    return std::find(checked.begin(), checked.end(), suite) != checked.end();
-  };
-  auto has_worker = [&](const std::string& k) {
-    return std::find(opt.worker_libs.begin(), opt.worker_libs.end(), attngate::worker::library_of(k)) != opt.worker_libs.end();
-  };
+  if (g.gate) g.dir = std::filesystem::path(opt.emit_build_dir) / "gate";
+  return g;
+}
 
-  // The gate (agent_hooks/README.md): one CTest run of `-L gate` verifies the kernel under test on
-  // every suite the gate checks, times it against the baseline on the gate suite and writes the
-  // report. Every gate test is defined here, in one directory, so DEPENDS orders them: gate.setup
-  // first (clears the previous run's outcomes, writes the marker that makes older files stale),
-  // gate.performance after verification and alone on the machine, gate.report last.
-  std::vector<std::string> report_args;
-  std::filesystem::path gate_dir;
-  if (gate) {
-    if (opt.emit_bench.empty() || opt.emit_attngate.empty() || opt.emit_build_dir.empty() || opt.emit_source_dir.empty() ||
-        opt.emit_judge.empty() || opt.emit_workers.empty())
-      throw std::runtime_error("the suites include `gate`: --emit-ctest needs --emit-bench, --emit-attngate, "
-                               "--emit-build-dir, --emit-source-dir, --emit-judge and --emit-workers");
-    const std::filesystem::path build = opt.emit_build_dir;
-    gate_dir = build / "gate";
-    int sm = 90;  // Hopper: what the gate is for
-    for (const std::string& k : {gate_k, gate_b})
-      if (const KernelInfo* info = KernelRegistry::instance().find(k)) sm = std::max(sm, info->min_sm);
-    if (opt.results_dir.empty()) throw std::runtime_error("the gate needs --results-dir");
-    report_args = {opt.emit_attngate,
-                   "report",
-                   "--repo=" + opt.emit_source_dir,
-                   "--suite=gate",
-                   "--scenarios=" + opt.scenario_dir.string(),
-                   "--kernel=" + gate_k,
-                   "--baseline=" + gate_b,
-                   "--results-dir=" + opt.results_dir.string(),
-                   "--perf=" + (gate_dir / "performance.json").string(),
-                   "--out-dir=" + gate_dir.string(),
-                   "--started-after=" + (gate_dir / "started").string(),
-                   "--ctest-log-dir=" + (build / "Testing" / "Temporary").string(),
-                   "--verify-timeout=" + std::to_string(kVerifyTimeoutS),
-                   "--perf-timeout=" + std::to_string(kPerfTimeoutS)};
-    std::vector<std::string> setup = report_args;
-    setup.push_back("--prepare");
-    add_test("gate.setup", setup);
-    f << "set_tests_properties(gate.setup PROPERTIES LABELS gate TIMEOUT 120)\n";
-    add_test("gate.device", {opt.emit_judge, "--require-device=" + std::to_string(sm)});
-    f << "set_tests_properties(gate.device PROPERTIES LABELS [==[gate;gpu]==] DEPENDS gate.setup TIMEOUT 120"
-         " RESOURCE_GROUPS gpus:1)\n";
-  }
+// `attngate report` as the gate runs it (gate.setup runs it with --prepare).
+std::vector<std::string> gate_report_args(const Options& opt, const GatePlan& g) {
+  const std::filesystem::path build = opt.emit_build_dir;
+  return {opt.emit_attngate,
+          "report",
+          "--repo=" + opt.emit_source_dir,
+          "--suite=gate",
+          "--scenarios=" + opt.scenario_dir.string(),
+          "--kernel=" + g.kernel,
+          "--baseline=" + g.baseline,
+          "--results-dir=" + opt.results_dir.string(),
+          "--perf=" + (g.dir / "performance.json").string(),
+          "--out-dir=" + g.dir.string(),
+          "--started-after=" + (g.dir / "started").string(),
+          "--ctest-log-dir=" + (build / "Testing" / "Temporary").string(),
+          "--verify-timeout=" + std::to_string(kVerifyTimeoutS),
+          "--perf-timeout=" + std::to_string(kPerfTimeoutS)};
+}
 
-  // The batches: per suite, the gate's kernel apart from the other kernels (so that the gate
-  // never waits for the baseline's own checks or a library's kernels), the GPU reference (checked
-  // against Eigen) apart from both.
+// gate.setup (clears the previous run's outcomes, writes the marker that makes older files stale)
+// and gate.device.
+void emit_gate_setup(CtestFile& t, const Options& opt, const GatePlan& g) {
+  if (opt.emit_bench.empty() || opt.emit_attngate.empty() || opt.emit_build_dir.empty() || opt.emit_source_dir.empty() ||
+      opt.emit_judge.empty() || opt.emit_workers.empty())
+    throw std::runtime_error("the suites include `gate`: --emit-ctest needs --emit-bench, --emit-attngate, "
+                             "--emit-build-dir, --emit-source-dir, --emit-judge and --emit-workers");
+  int sm = 90;  // Hopper: what the gate is for
+  for (const std::string& k : {g.kernel, g.baseline})
+    if (const KernelInfo* info = KernelRegistry::instance().find(k)) sm = std::max(sm, info->min_sm);
+  if (opt.results_dir.empty()) throw std::runtime_error("the gate needs --results-dir");
+  std::vector<std::string> setup = gate_report_args(opt, g);
+  setup.push_back("--prepare");
+  t.add_test("gate.setup", setup);
+  t.out() << "set_tests_properties(gate.setup PROPERTIES LABELS gate TIMEOUT 120)\n";
+  t.add_test("gate.device", {opt.emit_judge, "--require-device=" + std::to_string(sm)});
+  t.out() << "set_tests_properties(gate.device PROPERTIES LABELS [==[gate;gpu]==] DEPENDS gate.setup TIMEOUT 120"
+             " RESOURCE_GROUPS gpus:1)\n";
+}
+
+// The batches: per suite, the gate's kernel apart from the other kernels (so that the gate
+// never waits for the baseline's own checks or a library's kernels), the GPU reference (checked
+// against Eigen) apart from both.
+std::vector<Batch> plan_batches(const std::vector<Suite>& suites, const GatePlan& g) {
   std::vector<Batch> batches;
-  std::vector<std::string> gate_tests;  // the gate's batches and per-case tests: gate.performance waits for them
   for (const Suite& suite : suites) {
     std::map<std::string, std::vector<std::string>> groups;
     for (const KernelInfo* k : KernelRegistry::instance().all()) {
@@ -575,102 +594,127 @@ void emit_ctest(const Options& opt) {
       if (!any) continue;
       // The gate's kernel alone: the baseline runs in its batch only to set the error bound (one
       // call per draw), and is judged itself with the other kernels.
-      const std::string group = k->name == "reference" ? "reference" : k->name == gate_k ? "gate" : "others";
+      const std::string group = k->name == "reference" ? "reference" : k->name == g.kernel ? "gate" : "others";
       groups[group].push_back(k->name);
     }
     const int shards = int(std::clamp(std::ceil(batch_cost(suite.scenarios) / kShardCost), 1.0, double(kMaxShards)));
     for (const auto& [group, kernels] : groups) {
       const int n = group == "reference" ? 1 : shards;
-      for (int i = 0; i < n; ++i) {
-        Batch b{"verify.batch." + suite.name + (group == "gate" ? "" : "." + group) +
-                    (n > 1 ? "." + std::to_string(i + 1) + "of" + std::to_string(n) : ""),
-                suite.name, group, kernels, i, n, gate && group == "gate" && gate_checks(suite.name)};
-        batches.push_back(std::move(b));
-      }
+      for (int i = 0; i < n; ++i)
+        batches.push_back({"verify.batch." + suite.name + (group == "gate" ? "" : "." + group) +
+                               (n > 1 ? "." + std::to_string(i + 1) + "of" + std::to_string(n) : ""),
+                           suite.name, group, kernels, i, n, g.gate && group == "gate" && g.checks(suite.name)});
     }
   }
+  return batches;
+}
 
-  for (const Batch& b : batches) {
-    // The kernels run in workers where they have one, always so for the gate's (agent_hooks/SECURITY.md).
-    bool isolated = b.group != "reference" && !opt.emit_judge.empty();
-    for (const auto& k : b.kernels) isolated &= has_worker(k);
-    if (b.group != "reference" && !isolated && b.gate_labelled)
-      throw std::runtime_error("the gate's kernels " + join(b.kernels, ", ") + " need workers (--emit-worker-libs)");
-    std::vector<std::string> argv = {isolated ? opt.emit_judge : opt.emit_exe};
-    if (isolated) {
-      std::vector<std::string> run = b.kernels;
-      run.push_back(opt.initial);
-      for (const auto& w : worker_args(opt.emit_workers, run)) argv.push_back(w);
-    }
-    argv.insert(argv.end(), {"--batch", "--batch-name=" + b.name, "--suite=" + b.suite, "--kernels=" + join(b.kernels, ","),
-                             "--shard=" + std::to_string(b.shard) + "/" + std::to_string(b.shards),
-                             "--scenarios=" + opt.scenario_dir.string(), "--results-dir=" + opt.results_dir.string()});
-    add_test(b.name, argv);
-    // The suite's name as a label, except `gate` on batches that are not the gate's own.
-    std::vector<std::string> labels = {"gpu", "verify", "batch"};
-    if (b.suite != "gate" || b.gate_labelled) labels.push_back(b.suite);
-    if (b.gate_labelled && b.suite != "gate") labels.push_back("gate");
-    f << "set_tests_properties(" << quoted(b.name) << " PROPERTIES LABELS " << quoted(join(labels))
-      << " FIXTURES_SETUP " << quoted(b.name) << " SKIP_REGULAR_EXPRESSION [==[\\[  SKIPPED \\]]==] TIMEOUT "
-      << kVerifyTimeoutS << (b.gate_labelled ? " DEPENDS gate.setup" : "") << " RESOURCE_GROUPS gpus:1)\n";
-    if (b.gate_labelled) gate_tests.push_back(b.name);
+// One batch test: its kernels checked in one process (the judge with their workers where they have them).
+void emit_batch(CtestFile& t, const Options& opt, const Batch& b) {
+  // The kernels run in workers where they have one, always so for the gate's (agent_hooks/SECURITY.md).
+  auto has_worker = [&](const std::string& k) {
+    return std::find(opt.worker_libs.begin(), opt.worker_libs.end(), attngate::worker::library_of(k)) != opt.worker_libs.end();
+  };
+  bool isolated = b.group != "reference" && !opt.emit_judge.empty();
+  for (const auto& k : b.kernels) isolated &= has_worker(k);
+  if (b.group != "reference" && !isolated && b.gate_labelled)
+    throw std::runtime_error("the gate's kernels " + join(b.kernels, ", ") + " need workers (--emit-worker-libs)");
+  std::vector<std::string> argv = {isolated ? opt.emit_judge : opt.emit_exe};
+  if (isolated) {
+    std::vector<std::string> run = b.kernels;
+    run.push_back(opt.initial);
+    for (const auto& w : worker_args(opt.emit_workers, run)) argv.push_back(w);
+  }
+  argv.insert(argv.end(), {"--batch", "--batch-name=" + b.name, "--suite=" + b.suite, "--kernels=" + join(b.kernels, ","),
+                           "--shard=" + std::to_string(b.shard) + "/" + std::to_string(b.shards),
+                           "--scenarios=" + opt.scenario_dir.string(), "--results-dir=" + opt.results_dir.string()});
+  t.add_test(b.name, argv);
+  // The suite's name as a label, except `gate` on batches that are not the gate's own.
+  std::vector<std::string> labels = {"gpu", "verify", "batch"};
+  if (b.suite != "gate" || b.gate_labelled) labels.push_back(b.suite);
+  if (b.gate_labelled && b.suite != "gate") labels.push_back("gate");
+  t.out() << "set_tests_properties(" << CtestFile::quoted(b.name) << " PROPERTIES LABELS "
+          << CtestFile::quoted(join(labels)) << " FIXTURES_SETUP " << CtestFile::quoted(b.name)
+          << " SKIP_REGULAR_EXPRESSION [==[\\[  SKIPPED \\]]==] TIMEOUT " << kVerifyTimeoutS
+          << (b.gate_labelled ? " DEPENDS gate.setup" : "") << " RESOURCE_GROUPS gpus:1)\n";
+}
 
-    // One test per (kernel, scenario), reading what the batch wrote: `ctest -R` on one of them
-    // runs its batch first (the fixture), then prints the case.
-    const Suite* suite = nullptr;
-    for (const auto& s : suites)
-      if (s.name == b.suite) suite = &s;
-    for (const Scenario& s : shard_scenarios(suite->scenarios, {b.shard, b.shards})) {
-      for (const auto& kname : b.kernels) {
-        const KernelInfo& k = KernelRegistry::instance().get(kname);
-        if (!wanted(k, *suite, s)) continue;
-        const std::string test = "verify." + kname + "." + s.id;
-        add_test(test, {opt.emit_judge.empty() ? opt.emit_exe : opt.emit_judge,
+// One test per (kernel, scenario) of a batch, reading what the batch wrote: `ctest -R` on one of
+// them runs its batch first (the fixture), then prints the case. Returns the gate's own.
+std::vector<std::string> emit_cases(CtestFile& t, const Options& opt, const Batch& b, const Suite& suite,
+                                    const GatePlan& g) {
+  std::vector<std::string> gate_cases;
+  for (const Scenario& s : shard_scenarios(suite.scenarios, {b.shard, b.shards})) {
+    for (const auto& kname : b.kernels) {
+      if (!wanted(KernelRegistry::instance().get(kname), suite, s)) continue;
+      const std::string test = "verify." + kname + "." + s.id;
+      t.add_test(test, {opt.emit_judge.empty() ? opt.emit_exe : opt.emit_judge,
                         "--show-result=" + (opt.results_dir / verify::result_file_name(kname, s.id)).string(),
                         "--batch-name=" + b.name});
-        // `ctest -L gate` is the gate's stop condition, so the label `gate` (which is also the gate
-        // suite's name) goes to the gate's own tests only: its kernel on the suites it checks.
-        // Other kernels' tests on the gate suite are selected by name (-R 'verify\.initial\.gate_').
-        const bool gate_case = b.gate_labelled && kname == gate_k;
-        std::vector<std::string> labels = {"gpu", "verify"};
-        if (suite->name != "gate" || gate_case) labels.push_back(suite->name);
-        if (gate_case && suite->name != "gate") labels.push_back("gate");
-        f << "set_tests_properties(" << quoted(test) << " PROPERTIES LABELS " << quoted(join(labels))
-          << " FIXTURES_REQUIRED " << quoted(b.name) << " SKIP_REGULAR_EXPRESSION [==[\\[  SKIPPED \\]]==] TIMEOUT "
-          << kShowTimeoutS << (gate_case ? " DEPENDS gate.setup" : "") << ")\n";
-        if (gate_case) gate_tests.push_back(test);
-      }
+      // `ctest -L gate` is the gate's stop condition, so the label `gate` (which is also the gate
+      // suite's name) goes to the gate's own tests only: its kernel on the suites it checks.
+      // Other kernels' tests on the gate suite are selected by name (-R 'verify\.initial\.gate_').
+      const bool gate_case = b.gate_labelled && kname == g.kernel;
+      std::vector<std::string> labels = {"gpu", "verify"};
+      if (suite.name != "gate" || gate_case) labels.push_back(suite.name);
+      if (gate_case && suite.name != "gate") labels.push_back("gate");
+      t.out() << "set_tests_properties(" << CtestFile::quoted(test) << " PROPERTIES LABELS "
+              << CtestFile::quoted(join(labels)) << " FIXTURES_REQUIRED " << CtestFile::quoted(b.name)
+              << " SKIP_REGULAR_EXPRESSION [==[\\[  SKIPPED \\]]==] TIMEOUT " << kShowTimeoutS
+              << (gate_case ? " DEPENDS gate.setup" : "") << ")\n";
+      if (gate_case) gate_cases.push_back(test);
     }
   }
+  return gate_cases;
+}
 
-  add_test("gpu.selfcheck.host_inputs_match_device",
-           {opt.emit_exe, "--gtest_filter=selfcheck.host_inputs_match_device", "--scenarios=" + opt.scenario_dir.string()});
-  f << "set_tests_properties(gpu.selfcheck.host_inputs_match_device PROPERTIES LABELS [==[gpu;verify]==]"
-       " SKIP_REGULAR_EXPRESSION [==[\\[  SKIPPED \\]]==] TIMEOUT 300 RESOURCE_GROUPS gpus:1)\n";
+// gate.performance after verification and alone on the machine, gate.report last.
+void emit_gate_timing_and_report(CtestFile& t, const Options& opt, const GatePlan& g,
+                                 const std::vector<std::string>& gate_tests) {
+  std::vector<std::string> after = {"gate.setup"};
+  after.insert(after.end(), gate_tests.begin(), gate_tests.end());
+  // The baseline's worker first: the bench measures the round trip to it before any other exists.
+  const std::vector<std::string> workers = worker_args(opt.emit_workers, {g.baseline, g.kernel});
+  std::vector<std::string> perf = {opt.emit_bench};
+  perf.insert(perf.end(), workers.begin(), workers.end());
+  perf.insert(perf.end(), {"--suite=gate", "--scenarios=" + opt.scenario_dir.string(),
+                           "--compare=" + g.kernel + "," + g.baseline,
+                           "--compare_out=" + (g.dir / "performance.json").string()});
+  t.add_test("gate.performance", perf);
+  // RUN_SERIAL: nothing else runs while it times. Without a GPU the bench prints SKIPPED (a skip,
+  // never a pass) and the report fails for want of its JSON.
+  t.out() << "set_tests_properties(gate.performance PROPERTIES LABELS [==[gate;gpu;bench]==] RUN_SERIAL TRUE DEPENDS "
+          << CtestFile::quoted(join(after)) << " SKIP_REGULAR_EXPRESSION [==[SKIPPED:]==] TIMEOUT " << kPerfTimeoutS
+          << " RESOURCE_GROUPS gpus:1)\n";
+  after.insert(after.begin() + 1, "gate.device");
+  after.push_back("gate.performance");
+  t.add_test("gate.report", gate_report_args(opt, g));
+  t.out() << "set_tests_properties(gate.report PROPERTIES LABELS gate DEPENDS " << CtestFile::quoted(join(after))
+          << " TIMEOUT 300)\n";
+}
 
-  if (gate) {
-    std::vector<std::string> after = {"gate.setup"};
-    after.insert(after.end(), gate_tests.begin(), gate_tests.end());
-    // The baseline's worker first: the bench measures the round trip to it before any other exists.
-    const std::vector<std::string> workers = worker_args(opt.emit_workers, {gate_b, gate_k});
-    std::vector<std::string> perf = {opt.emit_bench};
-    perf.insert(perf.end(), workers.begin(), workers.end());
-    perf.insert(perf.end(), {"--suite=gate", "--scenarios=" + opt.scenario_dir.string(),
-                             "--compare=" + gate_k + "," + gate_b,
-                             "--compare_out=" + (gate_dir / "performance.json").string()});
-    add_test("gate.performance", perf);
-    // RUN_SERIAL: nothing else runs while it times. Without a GPU the bench prints SKIPPED (a skip,
-    // never a pass) and the report fails for want of its JSON.
-    f << "set_tests_properties(gate.performance PROPERTIES LABELS [==[gate;gpu;bench]==] RUN_SERIAL TRUE DEPENDS "
-      << quoted(join(after)) << " SKIP_REGULAR_EXPRESSION [==[SKIPPED:]==] TIMEOUT " << kPerfTimeoutS
-      << " RESOURCE_GROUPS gpus:1)\n";
-    after.insert(after.begin() + 1, "gate.device");
-    after.push_back("gate.performance");
-    add_test("gate.report", report_args);
-    f << "set_tests_properties(gate.report PROPERTIES LABELS gate DEPENDS " << quoted(join(after))
-      << " TIMEOUT 300)\n";
+// The gate (agent_hooks/README.md): one CTest run of `-L gate` verifies the kernel under test on
+// every suite the gate checks, times it against the baseline on the gate suite and writes the
+// report. Every gate test is defined here, in one directory, so DEPENDS orders them: gate.setup
+// first, the gate's batches and cases, gate.performance alone after them, gate.report last.
+void emit_ctest(const Options& opt) {
+  CtestFile t(opt.emit_ctest);
+  const auto suites = load_suite_dir(opt.scenario_dir);
+  const GatePlan g = plan_gate(opt, suites);
+  if (g.gate) emit_gate_setup(t, opt, g);
+  std::vector<std::string> gate_tests;  // the gate's batches and per-case tests: gate.performance waits for them
+  for (const Batch& b : plan_batches(suites, g)) {
+    emit_batch(t, opt, b);
+    if (b.gate_labelled) gate_tests.push_back(b.name);
+    const auto suite = std::find_if(suites.begin(), suites.end(), [&](const Suite& s) { return s.name == b.suite; });
+    for (auto& c : emit_cases(t, opt, b, *suite, g)) gate_tests.push_back(std::move(c));
   }
-  if (!f.flush()) throw std::runtime_error("cannot write " + opt.emit_ctest);
+  t.add_test("gpu.selfcheck.host_inputs_match_device",
+             {opt.emit_exe, "--gtest_filter=selfcheck.host_inputs_match_device", "--scenarios=" + opt.scenario_dir.string()});
+  t.out() << "set_tests_properties(gpu.selfcheck.host_inputs_match_device PROPERTIES LABELS [==[gpu;verify]==]"
+             " SKIP_REGULAR_EXPRESSION [==[\\[  SKIPPED \\]]==] TIMEOUT 300 RESOURCE_GROUPS gpus:1)\n";
+  if (g.gate) emit_gate_timing_and_report(t, opt, g, gate_tests);
+  t.close();
 }
 
 // attngate's own flags, parsed with CLI11 after load_plugins, load_workers and InitGoogleTest took
