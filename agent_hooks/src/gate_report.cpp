@@ -1133,7 +1133,7 @@ ScenarioResult judge_verify_result(const ReportInputs& in, const std::string& ke
                       "); replay: ATTNGATE_SEED=" + result_seed + " ctest -R '" + test + "$'");
     } else if (status == "skipped") {
       reasons.add("TEST_SKIPPED", s.id, test + " was skipped: " + r.detail);
-      if (r.detail.find("CUDA device") != std::string::npos && tally.no_device_detail.empty())
+      if (r.skip_reason == "no_device" && tally.no_device_detail.empty())
         tally.no_device_detail = r.detail;
     } else if (status == "error") {
       reasons.add("TEST_CRASHED", s.id, test + " threw: " + r.detail);

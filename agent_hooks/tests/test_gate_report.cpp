@@ -233,12 +233,14 @@ class ReportCmd : public ::testing::Test {
               {"detail", detail},
               {"base_seed", "12345"}};
     if (status == "passed" || status == "failed") j["runs"] = json::array({run});
+    if (status == "skipped") j["skip_reason"] = skip_reason;
     if (verified_tree != "none")
       j["kernel_tree_sha256"] = verified_tree.empty() ? candidate_tree_sha256(sb.candidate().parent_path()) : verified_tree;
     test::write_file(results / ("verify.candidate." + id + ".json"), j.dump(1));
   }
   // The worker build the verify results name; empty: the candidate folder as it is; "none": no hash.
   std::string verified_tree;
+  std::string skip_reason = "no_device";  // of a skipped result
   void all_passed() {
     for (const auto& id : kIds) result(id, "passed");
   }
@@ -418,6 +420,15 @@ TEST_F(ReportCmd, SkippedErroredAndFailedResults) {
   const json j = report_json();
   EXPECT_EQ(reason(j, "TEST_SKIPPED")["scenarios"], json::array({"gate_a"}));
   ASSERT_NE(reason(j, "NO_DEVICE"), nullptr);
+  // NO_DEVICE comes from the result's typed skip reason, not its text: a kernel that declines the
+  // shape is a skip (never a pass), not a missing device.
+  skip_reason = "unsupported";
+  result("gate_a", "skipped", 0, "no CUDA device of the required architecture (quoted)");
+  report();
+  EXPECT_EQ(reason(report_json(), "TEST_SKIPPED")["scenarios"], json::array({"gate_a"}));
+  EXPECT_EQ(reason(report_json(), "NO_DEVICE"), nullptr);
+  skip_reason = "no_device";
+  result("gate_a", "skipped", 0, "no CUDA device of the required architecture");
   json failed = reason(j, "CORRECTNESS_FAILED");
   ASSERT_NE(failed, nullptr);
   EXPECT_EQ(failed["scenarios"], json::array({"gate_b"}));

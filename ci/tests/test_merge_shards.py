@@ -66,7 +66,8 @@ def verify_result(test, status):
            "lse_worst_at": "b=0 h=0 s=1", "o_guard_violations": 0, "lse_guard_violations": 0, "input_mismatches": 0}
     _, kernel, scenario = test.split(".", 2)
     return {"schema": "attngate.verify_result/1", "test": test, "kernel": kernel, "scenario": scenario,
-            "suite": "full", "status": status, "detail": "", "ctest_gpu": "0", "pci_bus_id": "00000000:19:00.0",
+            "suite": "full", "status": status, "detail": "", "skip_reason": None, "ctest_gpu": "0",
+            "pci_bus_id": "00000000:19:00.0",
             "ground_truth": "gpu_reference_fp32", "base_seed": "7", "runs": [run], "device_bytes": 1048576,
             "batch": "verify.batch.full.1of4", "kernel_tree_sha256": None}
 

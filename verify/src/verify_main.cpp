@@ -88,8 +88,12 @@ verify::ResultStats result_stats(const verify::ErrorStats& e) {
 // Written at the end of every test, skipped or failed too; a test that crashed leaves none, which
 // the gate reports as a crash rather than reading an older file (it deletes them before a run).
 // The document is verify::ResultDocument (attngate/verify/result_document.hpp).
+// Why a skipped case was skipped, as the result document says it (ResultDocument::skip_reason).
+constexpr const char* kSkipNoDevice = "no_device";
+constexpr const char* kSkipUnsupported = "unsupported";
+
 void write_result(const std::string& kernel, const Scenario& s, const std::string& status,
-                  const std::string& detail, const verify::CaseOutcome* c) {
+                  const std::string& detail, const verify::CaseOutcome* c, const char* skip_reason = nullptr) {
   if (options().results_dir.empty()) return;
   verify::ResultDocument doc;
   doc.test = "verify." + kernel + "." + s.id;
@@ -98,6 +102,7 @@ void write_result(const std::string& kernel, const Scenario& s, const std::strin
   doc.suite = s.suite;
   doc.status = status;
   doc.detail = detail;
+  if (status == "skipped") doc.skip_reason = skip_reason ? skip_reason : kSkipUnsupported;
   if (!options().batch_name.empty()) doc.batch = options().batch_name;
   // Which GPU ran the test: evidence that `ctest -j` over a resource spec spread the tests.
   if (!options().ctest_gpu.empty()) doc.ctest_gpu = options().ctest_gpu;
@@ -182,7 +187,7 @@ class VerifyTest : public testing::Test {
     const KernelInfo& init = reg.get(initial_);
     require_device(std::max(k.min_sm, init.min_sm));
     if (IsSkipped()) {
-      write_result(kernel_, s_, "skipped", "no CUDA device of the required architecture", nullptr);
+      write_result(kernel_, s_, "skipped", "no CUDA device of the required architecture", nullptr, kSkipNoDevice);
       return;
     }
     cudaStream_t stream = nullptr;
@@ -293,7 +298,7 @@ int run_batch(const Options& opt) {
                                            : "needs compute capability " + std::to_string(sm_needed) + ", device " +
                                                  dev.name + " has " + std::to_string(dev.sm);
     for (const auto& it : items)
-      for (const KernelInfo* k : it.kernels) write_result(k->name, it.scenario, "skipped", why, nullptr);
+      for (const KernelInfo* k : it.kernels) write_result(k->name, it.scenario, "skipped", why, nullptr, kSkipNoDevice);
     std::cout << "[  SKIPPED ] " << why << std::endl;
     return 0;
   }

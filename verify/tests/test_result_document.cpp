@@ -83,8 +83,12 @@ TEST(ResultDocument, WrittenDocumentsFollowTheSchema) {
   // A skipped test: no case ran, so its seed, device and runs are null or empty.
   ResultDocument skipped = candidate_document("gate_b", "skipped");
   skipped.detail = "no CUDA device of the required architecture";
+  skipped.skip_reason = "no_device";
   const json j = skipped;
   EXPECT_EQ(schema_problems(j), std::vector<std::string>{});
+  ResultDocument odd = skipped;
+  odd.skip_reason = "maybe";
+  EXPECT_NE(schema_problems(json(odd)), std::vector<std::string>{});  // the reasons are enumerated
   EXPECT_TRUE(j["ctest_gpu"].is_null());
   EXPECT_TRUE(j["base_seed"].is_null());
   EXPECT_EQ(j["runs"], json::array());

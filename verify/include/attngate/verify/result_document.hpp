@@ -49,6 +49,9 @@ struct ResultDocument {
   std::string kernel, scenario, suite;
   std::string status;    // "passed", "failed", "skipped", "error"
   std::string detail;    // skipped: why; error: the exception text; else ""
+  // Skipped: "no_device" (no usable GPU of the required architecture: the gate's NO_DEVICE) or
+  // "unsupported" (the kernel declines or does not offer the shape); null otherwise.
+  std::optional<std::string> skip_reason;
   std::optional<std::string> ctest_gpu;     // the GPU id CTest's resource allocation gave the test
   // Only when the case ran (passed or failed); null otherwise.
   std::optional<std::string> pci_bus_id;    // the device that ran it
@@ -63,7 +66,7 @@ struct ResultDocument {
   std::optional<std::string> kernel_tree_sha256;
 };
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(ResultDocument, schema, test, kernel, scenario, suite, status, detail,
-                                                ctest_gpu, pci_bus_id, ground_truth, base_seed, runs, device_bytes,
+                                                skip_reason, ctest_gpu, pci_bus_id, ground_truth, base_seed, runs, device_bytes,
                                                 batch, kernel_tree_sha256)
 
 // The file name of a test's result in the results folder.
