@@ -15,7 +15,7 @@
 #include <random>
 #include <set>
 
-#include "attngate/bench/cupti_tracer.hpp"
+#include "attngate/bench/trace.hpp"
 #include "attngate/worker/nvtx_range.hpp"
 #include "attngate/cuda_check.hpp"
 #include "attngate/verify/remote.hpp"

@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <cstring>
 
-#include "attngate/bench/activity.hpp"
+#include "attngate/bench/trace.hpp"
 #include "attngate/bench/stream_hold.hpp"
 
 namespace attngate::bench {

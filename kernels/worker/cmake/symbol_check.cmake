@@ -124,7 +124,7 @@ function(attngate_worker_symbols name)
     OBJECTS "$<JOIN:$<TARGET_OBJECTS:attngate_kernel_${name}>,|>"
     OUT $<TARGET_FILE:attngate_worker_${name}>.symbols
     HARNESS "$<JOIN:$<TARGET_OBJECTS:attngate_worker_${name}>,|>" "$<JOIN:$<TARGET_OBJECTS:attngate_plugin_host>,|>"
-            $<TARGET_FILE:attngate_bench_trace> $<TARGET_FILE:attngate_kernel_api>
+            $<TARGET_FILE:attngate_worker_trace> $<TARGET_FILE:attngate_kernel_api>
     EXTRA_LIBS ${extra})
   add_custom_command(TARGET attngate_worker_${name} POST_BUILD COMMAND ${cmd} VERBATIM)
 endfunction()

@@ -18,8 +18,8 @@
 #include <stdexcept>
 #include <string>
 
-#include "attngate/bench/activity.hpp"
-#include "attngate/bench/cupti_tracer.hpp"
+#include "attngate/worker/activity.hpp"
+#include "attngate/worker/cupti_tracer.hpp"
 #include "attngate/kernel_status.hpp"
 #include "attngate/registry.hpp"
 #include "attngate/worker/nvtx_range.hpp"
@@ -144,7 +144,7 @@ class Worker {
     const KernelInfo& k = KernelRegistry::instance().get(r.kernel);
     const AttnParams p = params(r.params);
     const cudaEvent_t go = event(r.go_event), done = event(r.done_event);
-    bench::CuptiTracer& tracer = bench::CuptiTracer::instance();
+    worker::CuptiTracer& tracer = worker::CuptiTracer::instance();
     if (r.traced) tracer.enable();
     WORKER_CUDA(cudaStreamWaitEvent(stream_, go, 0));
     WORKER_CUDA(cudaEventRecord(start_, stream_));
@@ -166,13 +166,13 @@ class Worker {
     note_status(out, e);
     if (r.traced) {
       tracer.disable();
-      bench::ActivityLog log = tracer.take();
+      worker::ActivityLog log = tracer.take();
       // The window holds this one call only: every record in it is the call's, whatever external
       // id the candidate's code pushed around it (one it pushed must not hide its copies or kernels).
       for (const auto& rec : log.records) log.external_of[rec.correlation_id] = r.call_id;
-      const auto traces = bench::attribute_calls(log, {r.call_id}, {"", 0, cupti_stream_id()}, nullptr);
+      const auto traces = worker::attribute_calls(log, {r.call_id}, {"", 0, cupti_stream_id()}, nullptr);
       if (!traces.empty()) {
-        const bench::CallTrace& t = traces.front();
+        const worker::CallTrace& t = traces.front();
         out.has_trace = true;
         out.trace = {t.kernels, t.kernel_sum_ns, t.span_ns, t.memcpys, t.memsets, t.foreign_stream_kernels,
                      t.streams, t.kernel_names};

@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "attngate/bench/activity.hpp"
+#include "attngate/bench/trace.hpp"
 #include "attngate/bench/failure_kind.hpp"
 #include "attngate/bench/sm_clock.hpp"
 #include "attngate/bench/stats.hpp"

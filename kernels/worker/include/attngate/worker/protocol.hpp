@@ -128,7 +128,7 @@ struct KernelDesc {
 };
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(KernelDesc, name, description, dtypes, head_dims, min_sm)
 
-// CUPTI's view of one traced call, as the worker attributed it (mirrors bench::CallTrace).
+// CUPTI's view of one traced call, as the worker attributed it (mirrors worker::CallTrace).
 struct WireTrace {
   int kernels = 0;
   double kernel_sum_ns = 0, span_ns = 0;

@@ -1,4 +1,4 @@
-#include "attngate/bench/activity.hpp"
+#include "attngate/worker/activity.hpp"
 
 #include <cxxabi.h>
 
@@ -9,7 +9,7 @@
 #include <optional>
 #include <set>
 
-namespace attngate::bench {
+namespace attngate::worker {
 
 void ActivityLog::append(ActivityLog&& other) {
   records.insert(records.end(), std::make_move_iterator(other.records.begin()),
@@ -165,4 +165,4 @@ std::string short_kernel_name(std::string_view mangled) {
   return name;
 }
 
-}  // namespace attngate::bench
+}  // namespace attngate::worker

@@ -1,11 +1,11 @@
-#include "attngate/bench/cupti_tracer.hpp"
+#include "attngate/worker/cupti_tracer.hpp"
 
 #include <cstdlib>
 #include <mutex>
 #include <stdexcept>
 #include <string_view>
 
-namespace attngate::bench {
+namespace attngate::worker {
 
 namespace detail {
 [[noreturn]] void throw_cupti_error(CUptiResult r, const char* file, int line, const char* expr) {
@@ -115,4 +115,4 @@ uint64_t CuptiTracer::dropped_records() {
   return dropped;
 }
 
-}  // namespace attngate::bench
+}  // namespace attngate::worker

@@ -13,7 +13,7 @@
 #include <unordered_map>
 #include <vector>
 
-namespace attngate::bench {
+namespace attngate::worker {
 
 enum class RecordKind { kernel, memcpy, memset };
 
@@ -93,4 +93,4 @@ std::vector<CallTrace> attribute_calls(const ActivityLog& log, const std::vector
 // A readable kernel name: demangled, without its parameter list or template arguments.
 std::string short_kernel_name(std::string_view mangled);
 
-}  // namespace attngate::bench
+}  // namespace attngate::worker

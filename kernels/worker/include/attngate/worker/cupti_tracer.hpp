@@ -9,9 +9,9 @@
 #include <cstdint>
 #include <string>
 
-#include "attngate/bench/activity.hpp"
+#include "attngate/worker/activity.hpp"
 
-namespace attngate::bench::detail {
+namespace attngate::worker::detail {
 [[noreturn]] void throw_cupti_error(CUptiResult r, const char* file, int line, const char* expr);
 }
 
@@ -20,10 +20,10 @@ namespace attngate::bench::detail {
   do {                                                                                           \
     const CUptiResult attngate_cupti_check_r_ = (expr);                                          \
     if (attngate_cupti_check_r_ != CUPTI_SUCCESS)                                                \
-      ::attngate::bench::detail::throw_cupti_error(attngate_cupti_check_r_, __FILE__, __LINE__, #expr); \
+      ::attngate::worker::detail::throw_cupti_error(attngate_cupti_check_r_, __FILE__, __LINE__, #expr); \
   } while (0)
 
-namespace attngate::bench {
+namespace attngate::worker {
 
 // CUPTI's activity callbacks are process-wide, so there is one tracer per process.
 class CuptiTracer {
@@ -52,4 +52,4 @@ class CuptiTracer {
   bool enabled_ = false;
 };
 
-}  // namespace attngate::bench
+}  // namespace attngate::worker
