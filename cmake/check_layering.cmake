@@ -1,0 +1,62 @@
+# cmake -DROOT=<source dir> -P check_layering.cmake
+# The dependency rules of the layout (README.md: kernels/ at the bottom): fails, naming the file and
+# the line, when one comes back.
+#  - kernels/ includes only the headers of kernels/ (its api/ and worker/ folders), and its
+#    CMakeLists name no other top-level folder;
+#  - scenarios/ uses only its own headers and the params header of kernels/ (attngate/params.hpp).
+# Known exceptions, still to move (issue 21): the adversarial driver (kernels/adversarial/driver/),
+# which runs the judges as child processes, and scenarios/tools/, which lists every kernel's
+# scenarios and so links the registry.
+cmake_minimum_required(VERSION 3.20)
+if(NOT ROOT)
+  message(FATAL_ERROR "usage: cmake -DROOT=<source dir> -P check_layering.cmake")
+endif()
+set(problems "")
+
+file(GLOB kernel_headers RELATIVE ${ROOT} ${ROOT}/kernels/*/include/attngate/* ${ROOT}/kernels/*/include/attngate/*/*)
+set(kernel_includes "")
+foreach(h IN LISTS kernel_headers)
+  string(REGEX REPLACE "^kernels/[^/]+/include/" "" rel "${h}")
+  list(APPEND kernel_includes "${rel}")
+endforeach()
+
+function(scan_includes folder allowed_var exception)
+  file(GLOB_RECURSE sources RELATIVE ${ROOT} ${ROOT}/${folder}/*.h ${ROOT}/${folder}/*.hpp ${ROOT}/${folder}/*.cuh
+       ${ROOT}/${folder}/*.cu ${ROOT}/${folder}/*.cpp)
+  foreach(src IN LISTS sources)
+    if(exception AND src MATCHES "${exception}")
+      continue()
+    endif()
+    file(STRINGS ${ROOT}/${src} lines REGEX "^[ \t]*#[ \t]*include[ \t]+\"attngate/")
+    foreach(line IN LISTS lines)
+      string(REGEX REPLACE "^[ \t]*#[ \t]*include[ \t]+\"([^\"]+)\".*$" "\\1" inc "${line}")
+      if(NOT inc IN_LIST ${allowed_var})
+        set(problems "${problems}\n  ${src}: #include \"${inc}\" (not allowed in ${folder}/)")
+      endif()
+    endforeach()
+  endforeach()
+  set(problems "${problems}" PARENT_SCOPE)
+endfunction()
+
+scan_includes(kernels kernel_includes "^kernels/adversarial/driver/")
+file(GLOB scenario_headers RELATIVE ${ROOT}/scenarios/include ${ROOT}/scenarios/include/attngate/*)
+set(scenarios_allowed "attngate/params.hpp" ${scenario_headers})
+scan_includes(scenarios scenarios_allowed "^scenarios/tools/")
+
+file(GLOB_RECURSE kernel_cmake RELATIVE ${ROOT} ${ROOT}/kernels/CMakeLists.txt ${ROOT}/kernels/*/CMakeLists.txt
+     ${ROOT}/kernels/*.cmake)
+foreach(f IN LISTS kernel_cmake)
+  file(STRINGS ${ROOT}/${f} lines REGEX "PROJECT_SOURCE_DIR}/(bench|verify|reference|scenarios|agent_hooks)/|attngate::(bench|verify|scenarios|reference|hooks)")
+  foreach(line IN LISTS lines)
+    if(line MATCHES "^[ \t]*#" OR line MATCHES "driver|attngate_adversarial ")
+      continue()  # the known exception above
+    endif()
+    string(STRIP "${line}" line)
+    set(problems "${problems}\n  ${f}: ${line}")
+  endforeach()
+endforeach()
+
+if(problems)
+  message(FATAL_ERROR "layering: a folder reaches up or sideways (README.md, issue 21):${problems}")
+endif()
+message(STATUS "layering: kernels/ includes only its own headers; scenarios/ only its own and attngate/params.hpp")
