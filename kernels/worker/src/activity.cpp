@@ -18,6 +18,14 @@ void ActivityLog::append(ActivityLog&& other) {
   ignored_records += other.ignored_records;
 }
 
+namespace {
+// A copy or memset record: CUPTI's structs for them share these fields.
+template <class Record>
+void push_transfer(const Record* m, RecordKind kind, ActivityLog& log) {
+  log.records.push_back({kind, m->start, m->end, m->streamId, m->correlationId, m->bytes, {}});
+}
+}  // namespace
+
 void ingest(const CUpti_Activity* record, ActivityLog& log) {
   switch (record->kind) {
     case CUPTI_ACTIVITY_KIND_KERNEL:
@@ -27,21 +35,12 @@ void ingest(const CUpti_Activity* record, ActivityLog& log) {
                              k->name ? std::string(k->name) : std::string("<unnamed>")});
       return;
     }
-    case CUPTI_ACTIVITY_KIND_MEMCPY: {
-      const auto* m = reinterpret_cast<const CUpti_ActivityMemcpy6*>(record);
-      log.records.push_back({RecordKind::memcpy, m->start, m->end, m->streamId, m->correlationId, m->bytes, {}});
-      return;
-    }
-    case CUPTI_ACTIVITY_KIND_MEMCPY2: {
-      const auto* m = reinterpret_cast<const CUpti_ActivityMemcpyPtoP4*>(record);
-      log.records.push_back({RecordKind::memcpy, m->start, m->end, m->streamId, m->correlationId, m->bytes, {}});
-      return;
-    }
-    case CUPTI_ACTIVITY_KIND_MEMSET: {
-      const auto* m = reinterpret_cast<const CUpti_ActivityMemset4*>(record);
-      log.records.push_back({RecordKind::memset, m->start, m->end, m->streamId, m->correlationId, m->bytes, {}});
-      return;
-    }
+    case CUPTI_ACTIVITY_KIND_MEMCPY:
+      return push_transfer(reinterpret_cast<const CUpti_ActivityMemcpy6*>(record), RecordKind::memcpy, log);
+    case CUPTI_ACTIVITY_KIND_MEMCPY2:
+      return push_transfer(reinterpret_cast<const CUpti_ActivityMemcpyPtoP4*>(record), RecordKind::memcpy, log);
+    case CUPTI_ACTIVITY_KIND_MEMSET:
+      return push_transfer(reinterpret_cast<const CUpti_ActivityMemset4*>(record), RecordKind::memset, log);
     case CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION: {
       const auto* e = reinterpret_cast<const CUpti_ActivityExternalCorrelation*>(record);
       log.external_of[e->correlationId] = e->externalId;
