@@ -3,7 +3,9 @@
 # build, unit tests, every verify test, the gate (pass at a loose target, fail at a tight one,
 # fail on a broken candidate), the planted cheats, the sanitizers, and the benchmark figures.
 # Stages can be chosen: ci/gpu_validation.sh OUT [build unit verify gate adversarial sanitize bench
-# profile cudnn fa4 baselines cudnn_torch multigpu]. The last six are not in the default set: profile
+# profile phases cudnn fa4 baselines cudnn_torch multigpu]. The last seven are not in the default set:
+# phases runs the gate with ATTNGATE_VERIFY_PHASES=1 and sums where verification's time goes
+# (allocation, fp32 truth, each kernel's checks) over every scenario, and each test's time; profile
 # runs `attngate profile` of candidate and initial on two gate scenarios, an Nsight Systems capture
 # of a timed run (its NVTX ranges) and Google Benchmark's compare.py on two --rounds-out runs; cudnn and
 # cudnn_torch need the cudnn-frontend headers and ATTNGATE_CMAKE_ARGS=-DATTNGATE_CUDNN=ON, fa4 the
@@ -119,6 +121,15 @@ if has profile; then
     python3 "$c" -a --display_aggregates_only benchmarks "$out/rounds1.json" "$out/rounds2.json" \
       >"$out/compare_py.txt" 2>&1; echo "compare.py rc=$?"; tail -12 "$out/compare_py.txt"; break
   done
+fi
+if has phases; then
+  step "gate: where verification's time goes (ATTNGATE_VERIFY_PHASES=1)"
+  SECONDS=0
+  ATTNGATE_VERIFY_PHASES=1 ATTNGATE_GEOMEAN_TARGET=0.97 ctest -L gate -j "$jobs" -V >"$out/gate_phases.log" 2>&1
+  echo "gate rc=$? ${SECONDS}s"
+  grep -o 'attngate_verify: phases [^:]*:.*' "$out/gate_phases.log" | sed 's/^attngate_verify: phases [^:]*://' | tr ' ' '\n' |
+    awk -F= 'NF == 2 { ms[$1] += $2 } END { for (k in ms) printf "%-12s %9.0f ms\n", k, ms[k] }' | sort -k2 -n -r
+  grep -E "Test +#[0-9]+: (verify\.batch|gate\.)" "$out/gate_phases.log" | awk '{print $(NF-1), $4}' | sort -rn | head -12
 fi
 if has cudnn; then
   step "cudnn: every verify test and its own GPU checks"
