@@ -1021,7 +1021,8 @@ TimingTally judge_timing(const ReportInputs& in, const bench::ComparisonDocument
       continue;
     }
     const bench::ComparisonScenario& ps = *it->second;
-    if (const auto& tree = ps.kernel_timing.kernel_tree_sha256; !tree.empty()) t.built_trees.insert(tree);
+    // A hash that is not 64 hex digits (blanked, truncated) names no build, as a verify result's.
+    if (const auto& tree = ps.kernel_timing.kernel_tree_sha256; is_sha256_hex(tree)) t.built_trees.insert(tree);
     else if (ps.kernel_timing.process == "worker") t.timed_unhashed.push_back(id);
     t.timed_in_worker |= ps.kernel_timing.process == "worker";
     if (const auto& dir = ps.kernel_timing.kernel_tree_dir; !dir.empty()) t.built_tree_dir = dir;
