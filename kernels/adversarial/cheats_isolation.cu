@@ -4,6 +4,7 @@
 // Each runs the honest variant kernel (cheats_host.cu) and misbehaves around it; cheats.yaml says
 // what each does and the gate code that must catch it.
 #include <cublas_v2.h>
+#include <cupti_activity.h>
 #include <cuda_fp8.h>
 #include <cuda_runtime.h>
 
@@ -237,6 +238,25 @@ cudaError_t launch_memcpy_result(const AttnParams& p, cudaStream_t s) {
   if (const cudaError_t e = launch_honest(r, s); e != cudaSuccess) return e;
   return cudaMemcpyAsync(p.o, o, ob, cudaMemcpyDeviceToDevice, s);
 }
+// The same copy, hidden from its worker's trace: it pushes the external correlation id the harness
+// tags its own work with (the worker's tracer pushes CUSTOM0 ids; the harness's is ~0), so that an
+// attribution by id would file the copy as the harness's and drop it. Aimed at the worker's rule
+// that every record of a call's window is the call's (afc2ef7).
+cudaError_t launch_hides_copy(const AttnParams& p, cudaStream_t s) {
+  const size_t ob = size_t(q_elems(p)) * 2;
+  void* o = scratch(6, ob);
+  if (!o) return cudaErrorMemoryAllocation;
+  AttnParams r = p;
+  r.o = o;
+  if (const cudaError_t e = launch_honest(r, s); e != cudaSuccess) return e;
+  const bool pushed =
+      cuptiActivityPushExternalCorrelationId(CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0, ~uint64_t(0)) == CUPTI_SUCCESS;
+  const cudaError_t copied = cudaMemcpyAsync(p.o, o, ob, cudaMemcpyDeviceToDevice, s);
+  uint64_t last = 0;
+  if (pushed && cuptiActivityPopExternalCorrelationId(CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0, &last) != CUPTI_SUCCESS)
+    return cudaErrorUnknown;
+  return copied;
+}
 // Clears O with cudaMemsetAsync before the honest kernel (harmless here, but not a kernel of its own).
 cudaError_t launch_memset_in_call(const AttnParams& p, cudaStream_t s) {
   if (const cudaError_t e = cudaMemsetAsync(p.o, 0, size_t(q_elems(p)) * 2, s); e != cudaSuccess) return e;
@@ -353,6 +373,8 @@ const PlantedCheat kIsolationCheats[] = {
      "calls a cuBLAS GEMM inside the call", launch_cublas},
     {"cheat_memcpy_result",
      "computes into a private buffer and copies it out with cudaMemcpyAsync", launch_memcpy_result},
+    {"cheat_hides_copy",
+     "copies its result out under the harness's own CUPTI correlation id", launch_hides_copy},
     {"cheat_memset_in_call",
      "clears O with cudaMemsetAsync inside the call", launch_memset_in_call},
     {"cheat_atomic_order",
