@@ -344,8 +344,9 @@ void run_compare(benchmark::State& st, Harness& h, const KernelInfo* k, const Ke
     g_report.rows.push_back(std::move(row));
   } catch (const std::exception& e) {
     ++g_failures;
-    g_report.failed.push_back({s.id, failure_kind::kSummary, std::string("summary of the timed calls: ") + e.what()});
-    st.SkipWithError((std::string("summary of the timed calls: ") + e.what()).c_str());
+    const std::string why = std::string("summary of the timed calls: ") + e.what();
+    g_report.failed.push_back({s.id, failure_kind::kSummary, why});
+    st.SkipWithError(why.c_str());
   }
 }
 

@@ -328,12 +328,12 @@ void Harness::check_at_stop(Contestant& c, verify::Problem& p) {
   const int64_t unwritten = verify::count_nan_outputs(p, stream_);
   const verify::DeviceDiff late = verify::diff_from_snapshot(p, *c.at_stop, stream_);
   if (late.o > 0 || late.lse > 0)
-    throw TimedRunCheckError(TimedRunCheckError::kSideStream, c.kernel->name, p.scenario.id,
+    throw TimedRunCheckError(failure_kind::kSideStream, c.kernel->name, p.scenario.id,
                              std::to_string(late.o) + " elements of O and " + std::to_string(late.lse) +
                                  " of LSE changed after the judge's clock stopped (the worker's done event came "
                                  "before its work was finished)");
   if (unwritten > 0)
-    throw TimedRunCheckError(TimedRunCheckError::kWrongOutput, c.kernel->name, p.scenario.id,
+    throw TimedRunCheckError(failure_kind::kWrongOutput, c.kernel->name, p.scenario.id,
                              std::to_string(unwritten) + " elements of O and LSE still held the NaN poison when the "
                              "judge's clock stopped (a timed call that skipped work)");
 }
@@ -391,7 +391,7 @@ void Harness::require_resolved(const Contestant& c, bool is_reference, const Mea
     if (lowest > -margin_ms && median(*series) > 0) continue;
     const auto below = std::count_if(series->begin(), series->end(), [&](double t) { return t <= 0; });
     throw TimedRunCheckError(
-        is_reference ? TimedRunCheckError::kBaselineClock : TimedRunCheckError::kJudgeClock, c.series.kernel,
+        is_reference ? failure_kind::kBaselineClock : failure_kind::kJudgeClock, c.series.kernel,
         m.scenario,
         std::to_string(below) + " of " + std::to_string(series->size()) + " calls took the judge no longer than the " +
             std::to_string(1e3 * handoff_ms_) + " us round trip subtracted from every call (shortest " +
@@ -458,7 +458,7 @@ void Harness::check_call(Contestant& c, verify::Problem& p, const verify::Device
   if (j.pass) return;
   std::string reasons;
   for (const auto& r : j.reasons) reasons += (reasons.empty() ? "" : "; ") + r;
-  throw TimedRunCheckError(TimedRunCheckError::kWrongOutput, c.kernel->name, p.scenario.id,
+  throw TimedRunCheckError(failure_kind::kWrongOutput, c.kernel->name, p.scenario.id,
                            std::string("a timed call chosen at random (") + when + ") was judged against the fp32 "
                            "reference: " + reasons + " (so the timed calls are not the computation verification checked)");
 }
@@ -486,8 +486,8 @@ void Harness::check_timed_run(Contestant& c, const Scenario& s, const verify::De
     // When CUPTI saw the side-stream kernels, the measurement stands and carries them
     // (foreign_stream_kernels, which the gate reports as SIDE_STREAM_WORK); otherwise this check is
     // the only witness, and the measurement is void.
-    if (foreign == 0) throw TimedRunCheckError(TimedRunCheckError::kSideStream, name, s.id, what);
-    std::cerr << "attngate_bench: timed-run check [" << TimedRunCheckError::kSideStream << "]: " << name << " on "
+    if (foreign == 0) throw TimedRunCheckError(failure_kind::kSideStream, name, s.id, what);
+    std::cerr << "attngate_bench: timed-run check [" << failure_kind::kSideStream << "]: " << name << " on "
               << s.id << ": " << what << std::endl;
   }
   const int64_t o_guard = p.o.guard_violations(stream_);
@@ -500,7 +500,7 @@ void Harness::check_timed_run(Contestant& c, const Scenario& s, const verify::De
   if (j.pass) return;
   std::string reasons;
   for (const auto& r : j.reasons) reasons += (reasons.empty() ? "" : "; ") + r;
-  throw TimedRunCheckError(TimedRunCheckError::kWrongOutput, name, s.id,
+  throw TimedRunCheckError(failure_kind::kWrongOutput, name, s.id,
                            "one more call through the timed path, on new input contents at the same pointers "
                            "(output re-poisoned), read when the harness stream had finished: " +
                                reasons + " (so the timed calls are not the computation verification checked)");
@@ -730,7 +730,7 @@ Measurement Harness::measure(const Scenario& s, const std::vector<const KernelIn
   phase("check_timed_run");
   for (const auto& c : cs) {
     if (c.series.stream_state_changes > 0)
-      throw TimedRunCheckError(TimedRunCheckError::kStreamState, c.kernel->name, s.id,
+      throw TimedRunCheckError(failure_kind::kStreamState, c.kernel->name, s.id,
                                std::to_string(c.series.stream_state_changes) + " of " + std::to_string(c.series.calls) +
                                    " calls left " + c.series.stream_state +
                                    "; a launch may only enqueue work on its stream (the harness undid it before "

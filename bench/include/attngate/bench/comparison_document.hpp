@@ -128,7 +128,6 @@ struct ShardInfo {
 };
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(ShardInfo, index, of)
 
-
 struct FailedScenario {
   std::string id, kind = failure_kind::kError, error;
 };

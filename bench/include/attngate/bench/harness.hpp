@@ -12,11 +12,11 @@
 #include <string>
 #include <vector>
 
-#include "attngate/bench/trace.hpp"
 #include "attngate/bench/failure_kind.hpp"
 #include "attngate/bench/sm_clock.hpp"
 #include "attngate/bench/stats.hpp"
 #include "attngate/bench/stream_hold.hpp"
+#include "attngate/bench/trace.hpp"
 #include "attngate/registry.hpp"
 #include "attngate/scenario.hpp"
 #include "attngate/verify/device_check.hpp"
@@ -34,18 +34,9 @@ class IpcEventPair;  // harness.cpp: the judge's interprocess events around one 
 // Raised by Harness::measure when a kernel's timed calls are not what verification checked
 // (bench/README.md, "Checks of the timed run"). what() is
 //   "timed-run check [<kind>]: <kernel> on <scenario>: <what happened>"
-// with <kind> one of kWrongOutput, kSideStream, kStreamState.
+// with <kind> one of failure_kind.hpp's checks of the timed calls (wrong output ... baseline clock).
 class TimedRunCheckError : public std::runtime_error {
  public:
-  // The kinds are the comparison document's (failure_kind.hpp).
-  static constexpr const char* kWrongOutput = failure_kind::kWrongOutput;  // output of a timed-path call wrong or
-                                                                           // unwritten
-  static constexpr const char* kSideStream = failure_kind::kSideStream;  // output completed only after a device-wide
-                                                                         // sync, and CUPTI saw no other stream's kernel
-  static constexpr const char* kStreamState = failure_kind::kStreamState;  // persisting-L2 window/limit left behind
-  static constexpr const char* kJudgeClock = failure_kind::kJudgeClock;    // a call's judge time not above the round
-                                                                           // trip subtracted from it
-  static constexpr const char* kBaselineClock = failure_kind::kBaselineClock;  // the same, of the baseline
   TimedRunCheckError(const std::string& kind, const std::string& kernel, const std::string& scenario,
                      const std::string& what)
       : std::runtime_error("timed-run check [" + kind + "]: " + kernel + " on " + scenario + ": " + what), kind_(kind) {}
