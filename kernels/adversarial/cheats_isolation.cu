@@ -228,14 +228,20 @@ cudaError_t launch_cublas(const AttnParams& p, cudaStream_t s) {
     return cudaErrorUnknown;
   return launch_honest(p, s);
 }
+// The honest result of `p` in a private buffer (scratch `purpose`), O's size in `bytes`.
+cudaError_t compute_privately(const AttnParams& p, cudaStream_t s, int purpose, void** o, size_t* bytes) {
+  *bytes = size_t(q_elems(p)) * 2;
+  *o = scratch(purpose, *bytes);
+  if (!*o) return cudaErrorMemoryAllocation;
+  AttnParams r = p;
+  r.o = *o;
+  return launch_honest(r, s);
+}
 // Computes into a private buffer and copies the result out with cudaMemcpyAsync.
 cudaError_t launch_memcpy_result(const AttnParams& p, cudaStream_t s) {
-  const size_t ob = size_t(q_elems(p)) * 2;
-  void* o = scratch(5, ob);
-  if (!o) return cudaErrorMemoryAllocation;
-  AttnParams r = p;
-  r.o = o;
-  if (const cudaError_t e = launch_honest(r, s); e != cudaSuccess) return e;
+  void* o = nullptr;
+  size_t ob = 0;
+  if (const cudaError_t e = compute_privately(p, s, 5, &o, &ob); e != cudaSuccess) return e;
   return cudaMemcpyAsync(p.o, o, ob, cudaMemcpyDeviceToDevice, s);
 }
 // The same copy, hidden from its worker's trace: it pushes the external correlation id the harness
@@ -243,12 +249,9 @@ cudaError_t launch_memcpy_result(const AttnParams& p, cudaStream_t s) {
 // attribution by id would file the copy as the harness's and drop it. Aimed at the worker's rule
 // that every record of a call's window is the call's (afc2ef7).
 cudaError_t launch_hides_copy(const AttnParams& p, cudaStream_t s) {
-  const size_t ob = size_t(q_elems(p)) * 2;
-  void* o = scratch(6, ob);
-  if (!o) return cudaErrorMemoryAllocation;
-  AttnParams r = p;
-  r.o = o;
-  if (const cudaError_t e = launch_honest(r, s); e != cudaSuccess) return e;
+  void* o = nullptr;
+  size_t ob = 0;
+  if (const cudaError_t e = compute_privately(p, s, 6, &o, &ob); e != cudaSuccess) return e;
   const bool pushed =
       cuptiActivityPushExternalCorrelationId(CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0, ~uint64_t(0)) == CUPTI_SUCCESS;
   const cudaError_t copied = cudaMemcpyAsync(p.o, o, ob, cudaMemcpyDeviceToDevice, s);
