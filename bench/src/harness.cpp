@@ -356,11 +356,11 @@ void Harness::record_untraced(KernelSeries& k, const CallTimes& t, bool fresh) {
 // time. It is the median, over the reference's untraced calls, of the judge's time less the
 // reference worker's own event time; every worker's judge times less it are the call times the
 // verdict rests on. The reference is the baseline, whose worker runs trusted code.
-void Harness::settle_handoff(std::vector<Contestant>& cs, const std::vector<double>& handoffs, int reference,
-                             Measurement& m) {
+void Harness::settle_handoff(std::vector<Contestant>& cs, const std::vector<double>& handoffs, Measurement& m) {
   if (handoffs.empty()) return;
   m.reference_handoff_ms = median(handoffs);
   m.judge_resolution_ms = robust_sd(handoffs);
+  m.lowest_handoff_ms = solo_lowest_ms_ > 0 ? std::min(min_of(handoffs), solo_lowest_ms_) : min_of(handoffs);
   handoff_ms_ = subtracted_handoff(m.reference_handoff_ms);
   m.handoff_ms = handoff_ms_;
   m.solo_handoff_ms = solo_handoff_ms_;
@@ -374,28 +374,22 @@ void Harness::settle_handoff(std::vector<Contestant>& cs, const std::vector<doub
     settle(c.series.event_ms, c.series.judge_ms);
     settle(c.series.traced_event_ms, c.series.traced_judge_ms);
     settle(c.series.fresh_event_ms, c.series.fresh_judge_ms);
-    require_resolved(c, int(i) == reference, m);
   }
 }
 
-// A call time below zero, by more than the round trip's own spread, means the judge saw a call
-// shorter than the round trip it subtracts: the worker did not wait for the judge's go event, or
-// the round trip moved while the call was timed. No figure can rest on such a clock. The margin
-// keeps an honest call of a few µs, whose time is within the spread of zero, from being refused;
-// a median at or below zero is refused whatever the margin.
+// No figure can rest on a judge time shorter than a round trip can be (judge_clock_refusal, stats.hpp):
+// the worker did not wait for the judge's go event, or the round trip moved while the call was timed.
 void Harness::require_resolved(const Contestant& c, bool is_reference, const Measurement& m) const {
-  const double margin_ms = std::max(5 * m.judge_resolution_ms, 0.002);
+  const RoundTrip rt{handoff_ms_, m.judge_resolution_ms, m.lowest_handoff_ms};
   for (const auto* series : {&c.series.event_ms, &c.series.traced_event_ms, &c.series.fresh_event_ms}) {
-    if (series->empty()) continue;
-    const double lowest = *std::min_element(series->begin(), series->end());
-    if (lowest > -margin_ms && median(*series) > 0) continue;
-    const auto below = std::count_if(series->begin(), series->end(), [&](double t) { return t <= 0; });
+    const ClockRefusal r = judge_clock_refusal(*series, rt);
+    if (!r.refused) continue;
     throw TimedRunCheckError(
-        is_reference ? failure_kind::kBaselineClock : failure_kind::kJudgeClock, c.series.kernel,
-        m.scenario,
-        std::to_string(below) + " of " + std::to_string(series->size()) + " calls took the judge no longer than the " +
-            std::to_string(1e3 * handoff_ms_) + " us round trip subtracted from every call (shortest " +
-            std::to_string(1e3 * (lowest + handoff_ms_)) + " us): " +
+        is_reference ? failure_kind::kBaselineClock : failure_kind::kJudgeClock, c.series.kernel, m.scenario,
+        std::to_string(r.calls_at_or_below_zero) + " of " + std::to_string(series->size()) +
+            " calls took the judge no longer than the " + std::to_string(1e3 * handoff_ms_) +
+            " us round trip subtracted from every call (shortest " + std::to_string(1e3 * r.shortest_judge_ms) +
+            " us; shortest round trip seen " + std::to_string(1e3 * m.lowest_handoff_ms) + " us): " +
             (is_reference ? "the baseline's round trip moved while it was timed (another context ran)"
                           : "its worker did not wait for the judge's go event, or the round trip moved"));
   }
@@ -444,6 +438,7 @@ double Harness::calibrate_solo_handoff(const KernelInfo& k, int calls) {
     if (i >= 3) judge.push_back(ms);
   }
   solo_handoff_ms_ = median(judge);
+  solo_lowest_ms_ = min_of(judge);
   return solo_handoff_ms_;
 }
 
@@ -713,7 +708,7 @@ Measurement Harness::measure(const Scenario& s, const std::vector<const KernelIn
   }
   m.loop_s = seconds_since(t_loop);
   m.gpu_processes = std::max(m.gpu_processes, clock_.compute_processes());
-  if (reference >= 0) settle_handoff(cs, handoffs, reference, m);
+  if (reference >= 0) settle_handoff(cs, handoffs, m);
   phase("loop");
 
   // The timed calls must be the calls verification checked: same output, same stream, no state.
@@ -736,6 +731,9 @@ Measurement Harness::measure(const Scenario& s, const std::vector<const KernelIn
                                    "; a launch may only enqueue work on its stream (the harness undid it before "
                                    "every timed call, so the times were not helped)");
   }
+  // What a kernel did wrong is named before whether the judge's clock could time it.
+  for (size_t i = 0; i < cs.size(); ++i)
+    if (reference >= 0 && cs[i].remote) require_resolved(cs[i], int(i) == reference, m);
 
   m.clock.available = clock_.available();
   m.clock.why = clock_.why();

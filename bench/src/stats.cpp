@@ -166,6 +166,21 @@ double tflops(double flops, double seconds) {
   return flops / seconds / 1e12;
 }
 
+ClockRefusal judge_clock_refusal(const std::vector<double>& call_ms, const RoundTrip& rt) {
+  ClockRefusal r;
+  if (call_ms.empty()) return r;
+  constexpr double kFloorMs = 0.002;
+  const double lowest = std::min(rt.lowest_ms, rt.subtracted_ms);
+  // In call time (judge time less subtracted_ms):
+  const double shortest_allowed =
+      std::min(-std::max(5 * rt.resolution_ms, kFloorMs), lowest - rt.subtracted_ms - kFloorMs);
+  const double shortest = min_of(call_ms);
+  r.shortest_judge_ms = shortest + rt.subtracted_ms;
+  r.calls_at_or_below_zero = std::count_if(call_ms.begin(), call_ms.end(), [](double t) { return t <= 0; });
+  r.refused = shortest < shortest_allowed || median(call_ms) <= lowest - rt.subtracted_ms;
+  return r;
+}
+
 namespace {
 
 constexpr double kZ95 = 1.959963984540054;

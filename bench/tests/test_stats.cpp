@@ -165,5 +165,32 @@ TEST(Stats, FlopsToTflops) {
   EXPECT_NEAR(s.flops(), dense * (16384.0 + 1) / 2 / 16384.0, dense * 1e-9);
 }
 
+// The judge clock's refusal, on the figures of the H200: a round trip of 287.5 us with a spread of
+// 0.45 us per call when the judge has the GPU alone; 3.5 ms of median round trip, but 0.29 ms at
+// best, when eight gate runs share it (adversarial.cheat_persisting_l2, 2026-12-02).
+TEST(Stats, JudgeClockRefusesCallsNoRoundTripCouldGive) {
+  const RoundTrip alone{0.2875, 0.00045, 0.2860};
+  EXPECT_FALSE(judge_clock_refusal({}, alone).refused);
+  EXPECT_FALSE(judge_clock_refusal({0.020, 0.021, 0.0195}, alone).refused);       // honest 20 us calls
+  EXPECT_FALSE(judge_clock_refusal({0.0001, -0.0015, 0.0002}, alone).refused);   // a few-ns call, in the noise
+  // A worker that records its done event without waiting for the go event: 3.9 us of judge time.
+  const ClockRefusal skip = judge_clock_refusal({0.0039 - 0.2875, 0.1, 0.1}, alone);
+  EXPECT_TRUE(skip.refused);
+  EXPECT_EQ(skip.calls_at_or_below_zero, 1);
+  EXPECT_NEAR(skip.shortest_judge_ms, 0.0039, 1e-12);
+  // Below the median round trip by 5 x its spread and below the shortest one by 2 us: refused.
+  EXPECT_TRUE(judge_clock_refusal({-0.0040, 0.1, 0.1}, alone).refused);
+  EXPECT_FALSE(judge_clock_refusal({-0.0020, 0.1, 0.1}, alone).refused);
+  // A median no longer than the shortest round trip: refused whatever the margin.
+  EXPECT_TRUE(judge_clock_refusal({-0.0016, -0.0016, 0.1}, alone).refused);
+
+  const RoundTrip shared{3.548, 0.05, 0.29};
+  // A 1 ms call that got its time slice at once, beside calls that waited for others': kept.
+  EXPECT_FALSE(judge_clock_refusal({1.942 - 3.548, 2.0}, shared).refused);
+  // The skipped wait is refused there too.
+  EXPECT_TRUE(judge_clock_refusal({0.0039 - 3.548, 2.0}, shared).refused);
+  EXPECT_TRUE(judge_clock_refusal({0.25 - 3.548, 0.28 - 3.548, 2.0}, shared).refused);
+}
+
 }  // namespace
 }  // namespace attngate::bench

@@ -149,6 +149,7 @@ struct Measurement {
   double handoff_ms = 0;
   double judge_resolution_ms = 0;
   double reference_handoff_ms = 0;  // the reference's own median round trip in this measurement
+  double lowest_handoff_ms = 0;     // the shortest round trip the judge saw: the reference's, or alone
   double solo_handoff_ms = 0;       // Harness::calibrate_solo_handoff's, 0 when not measured
 };
 
@@ -197,8 +198,7 @@ class Harness {
   void wait_for_stop(Contestant& c);
   void flush_l2(uint64_t call_id);
   static void record_untraced(KernelSeries& k, const CallTimes& t, bool fresh);
-  void settle_handoff(std::vector<Contestant>& cs, const std::vector<double>& handoffs, int reference,
-                      Measurement& m);
+  void settle_handoff(std::vector<Contestant>& cs, const std::vector<double>& handoffs, Measurement& m);
   void require_resolved(const Contestant& c, bool is_reference, const Measurement& m) const;
   double subtracted_handoff(double reference_ms) const;
   IpcEventPair& events_for(const verify::remote::RemoteKernel* k);
@@ -223,7 +223,8 @@ class Harness {
   double idle_ratio_ = 0;    // MeasureOptions::idle_ratio of the current measurement
   double last_event_ms_ = 0; // the previous timed call's event time
   double handoff_ms_ = 0;    // the round trip subtracted from judge times (settle_handoff)
-  double solo_handoff_ms_ = 0;  // calibrate_solo_handoff's
+  double solo_handoff_ms_ = 0;  // calibrate_solo_handoff's median
+  double solo_lowest_ms_ = 0;   // ... and shortest
   std::map<const verify::remote::RemoteKernel*, std::unique_ptr<IpcEventPair>> events_;  // per kernel in a worker
 };
 

@@ -103,4 +103,26 @@ RunJudgement judge_run(const SpeedupEstimate& current, const SpeedupEstimate& re
 // FLOPs over seconds, in TFLOP/s.
 double tflops(double flops, double seconds);
 
+// The judge's clock around a worker's call reads the call plus a round trip, and the verdict rests
+// on judge time less `subtracted_ms` (the baseline's round trip, Harness::settle_handoff). A judge
+// time shorter than any round trip can be is no call at all: the worker did not wait for the judge's
+// go event, or the round trip moved. What the judge has evidence of: its median round trip
+// (`subtracted_ms`, whose spread per call is `resolution_ms`) and the shortest one it saw
+// (`lowest_ms`: while other contexts share the GPU, round trips spread upwards and the median is
+// far above what a call that was lucky with its time slice takes). A series is refused when a call
+// is below both by more than the noise (5 x resolution, at least 2 us, under the median; 2 us
+// under the shortest) or when its median is no longer than the shortest round trip.
+struct RoundTrip {
+  double subtracted_ms = 0;
+  double resolution_ms = 0;
+  double lowest_ms = 0;
+};
+struct ClockRefusal {
+  bool refused = false;
+  long calls_at_or_below_zero = 0;  // of the call times (judge less subtracted)
+  double shortest_judge_ms = 0;
+};
+// `call_ms`: judge times with `subtracted_ms` already taken off. Empty: never refused.
+ClockRefusal judge_clock_refusal(const std::vector<double>& call_ms, const RoundTrip& rt);
+
 }  // namespace attngate::bench
