@@ -6,6 +6,7 @@
 #include <CLI/CLI.hpp>
 
 #include <chrono>
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -350,6 +351,19 @@ void run_compare(benchmark::State& st, Harness& h, const KernelInfo* k, const Ke
   }
 }
 
+// The suite's policy (gate.yaml settings.worker_clock_trust_us): how far the judge's clock of the
+// second worker may follow that worker's own word about its round trip (MeasureOptions). Absent: 0.
+double worker_clock_trust_us(const Suite& suite) {
+  const auto it = suite.settings.find("worker_clock_trust_us");
+  if (it == suite.settings.end()) return 0;
+  char* end = nullptr;
+  const double us = std::strtod(it->second.c_str(), &end);
+  if (it->second.empty() || *end != '\0' || !std::isfinite(us) || us < 0)
+    usage_error("suite " + suite.name + ": settings.worker_clock_trust_us '" + it->second +
+                "' is not a non-negative number of microseconds");
+  return us;
+}
+
 void measure_baseline_alone(Harness& harness, const KernelInfo& base, const Suite& suite, const Options& opt) {
   MeasureOptions mo;
   mo.stop.noise_target = opt.noise_target;
@@ -471,6 +485,8 @@ int run(int argc, char** argv) {
   mo.stop.time_cap_s = opt.time_cap_s;
   mo.stop.min_samples = opt.min_samples;
   mo.input_sets = opt.input_sets;
+  mo.worker_clock_trust_ms = 1e-3 * worker_clock_trust_us(*suite);
+  benchmark::AddCustomContext("attngate_worker_clock_trust_us", std::to_string(1e3 * mo.worker_clock_trust_ms));
   // Drawn now, so that no output can be prepared for the timed inputs; printed and recorded for replay.
   mo.seed = opt.seed ? *opt.seed : (uint64_t(std::random_device{}()) << 32) ^ std::random_device{}();
   std::cerr << "attngate_bench: input seed " << mo.seed << " (replay with --seed=" << mo.seed << ")\n";

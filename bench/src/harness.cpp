@@ -356,7 +356,9 @@ void Harness::record_untraced(KernelSeries& k, const CallTimes& t, bool fresh) {
 // time. It is the median, over the reference's untraced calls, of the judge's time less the
 // reference worker's own event time; every worker's judge times less it are the call times the
 // verdict rests on. The reference is the baseline, whose worker runs trusted code.
-void Harness::settle_handoff(std::vector<Contestant>& cs, const std::vector<double>& handoffs, Measurement& m) {
+// A kernel in another worker has its round trip corrected within `trust_ms` (round_trip_correction).
+void Harness::settle_handoff(std::vector<Contestant>& cs, const std::vector<double>& handoffs, int reference,
+                             double trust_ms, Measurement& m) {
   if (handoffs.empty()) return;
   m.reference_handoff_ms = median(handoffs);
   m.judge_resolution_ms = robust_sd(handoffs);
@@ -364,13 +366,18 @@ void Harness::settle_handoff(std::vector<Contestant>& cs, const std::vector<doub
   handoff_ms_ = subtracted_handoff(m.reference_handoff_ms);
   m.handoff_ms = handoff_ms_;
   m.solo_handoff_ms = solo_handoff_ms_;
-  auto settle = [&](std::vector<double>& out, const std::vector<double>& judge) {
-    out.clear();
-    for (double j : judge) out.push_back(j - handoff_ms_);
-  };
   for (size_t i = 0; i < cs.size(); ++i) {
     Contestant& c = cs[i];
     if (!c.remote) continue;
+    c.series.round_trip_correction_ms =
+        int(i) == reference ? 0.0
+                            : round_trip_correction(c.series.judge_ms, c.series.worker_event_ms,
+                                                    m.reference_handoff_ms, trust_ms);
+    const double subtracted = handoff_ms_ + c.series.round_trip_correction_ms;
+    auto settle = [subtracted](std::vector<double>& out, const std::vector<double>& judge) {
+      out.clear();
+      for (double j : judge) out.push_back(j - subtracted);
+    };
     settle(c.series.event_ms, c.series.judge_ms);
     settle(c.series.traced_event_ms, c.series.traced_judge_ms);
     settle(c.series.fresh_event_ms, c.series.fresh_judge_ms);
@@ -380,7 +387,7 @@ void Harness::settle_handoff(std::vector<Contestant>& cs, const std::vector<doub
 // No figure can rest on a judge time shorter than a round trip can be (judge_clock_refusal, stats.hpp):
 // the worker did not wait for the judge's go event, or the round trip moved while the call was timed.
 void Harness::require_resolved(const Contestant& c, bool is_reference, const Measurement& m) const {
-  const RoundTrip rt{handoff_ms_, m.judge_resolution_ms, m.lowest_handoff_ms};
+  const RoundTrip rt{handoff_ms_ + c.series.round_trip_correction_ms, m.judge_resolution_ms, m.lowest_handoff_ms};
   for (const auto* series : {&c.series.event_ms, &c.series.traced_event_ms, &c.series.fresh_event_ms}) {
     const ClockRefusal r = judge_clock_refusal(*series, rt);
     if (!r.refused) continue;
@@ -708,7 +715,7 @@ Measurement Harness::measure(const Scenario& s, const std::vector<const KernelIn
   }
   m.loop_s = seconds_since(t_loop);
   m.gpu_processes = std::max(m.gpu_processes, clock_.compute_processes());
-  if (reference >= 0) settle_handoff(cs, handoffs, m);
+  if (reference >= 0) settle_handoff(cs, handoffs, reference, opt.worker_clock_trust_ms, m);
   phase("loop");
 
   // The timed calls must be the calls verification checked: same output, same stream, no state.

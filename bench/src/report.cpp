@@ -88,6 +88,7 @@ Fields kernel_fields(const KernelSeries& k, const Measurement& m, const ReportCo
       {"reference_handoff_us", 1e3 * m.reference_handoff_ms},
       {"solo_handoff_us", 1e3 * m.solo_handoff_ms},
       {"lowest_handoff_us", 1e3 * m.lowest_handoff_ms},
+      {"round_trip_correction_us", 1e3 * k.round_trip_correction_ms},
       {"judge_resolution_us", 1e3 * m.judge_resolution_ms},
       {"judge_resolution_pct", event > 0 ? 100.0 * m.judge_resolution_ms / event : 0.0},
       {"min_ms", min_of(k.event_ms)},

@@ -181,6 +181,15 @@ ClockRefusal judge_clock_refusal(const std::vector<double>& call_ms, const Round
   return r;
 }
 
+double round_trip_correction(const std::vector<double>& judge_ms, const std::vector<double>& worker_event_ms,
+                             double reference_round_trip_ms, double cap_ms) {
+  if (!(cap_ms > 0) || judge_ms.empty() || judge_ms.size() != worker_event_ms.size()) return 0;
+  std::vector<double> round_trips(judge_ms.size());
+  for (size_t i = 0; i < judge_ms.size(); ++i) round_trips[i] = judge_ms[i] - worker_event_ms[i];
+  const double d = median(round_trips) - reference_round_trip_ms;
+  return std::isfinite(d) ? std::clamp(d, -cap_ms, cap_ms) : cap_ms;
+}
+
 namespace {
 
 constexpr double kZ95 = 1.959963984540054;

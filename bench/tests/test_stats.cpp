@@ -192,5 +192,22 @@ TEST(Stats, JudgeClockRefusesCallsNoRoundTripCouldGive) {
   EXPECT_TRUE(judge_clock_refusal({0.25 - 3.548, 0.28 - 3.548, 2.0}, shared).refused);
 }
 
+
+// The second worker's round trip, corrected within the trust the suite's policy gives its word.
+TEST(Stats, RoundTripCorrectionIsBounded) {
+  const std::vector<double> judge = {0.5885, 0.5887, 0.5886}, worker = {0.3000, 0.3002, 0.3001};
+  // Its round trip 288.5 us against the reference's 287.5: 1 us, within a trust of 1.5 us.
+  EXPECT_NEAR(round_trip_correction(judge, worker, 0.2875, 0.0015), 0.0010, 1e-9);
+  EXPECT_NEAR(round_trip_correction(judge, worker, 0.2895, 0.0015), -0.0010, 1e-9);  // either way
+  // A worker that reports half its time (interposed timers) gains at most the trust.
+  const std::vector<double> halved = {0.1500, 0.1501, 0.1500};
+  EXPECT_NEAR(round_trip_correction(judge, halved, 0.2875, 0.0015), 0.0015, 1e-12);
+  const std::vector<double> nan = {std::nan(""), std::nan(""), std::nan("")};
+  EXPECT_NEAR(round_trip_correction(judge, nan, 0.2875, 0.0015), 0.0015, 1e-12);
+  EXPECT_EQ(round_trip_correction(judge, worker, 0.2875, 0), 0);  // no trust: never moved
+  EXPECT_EQ(round_trip_correction({}, {}, 0.2875, 0.0015), 0);
+  EXPECT_EQ(round_trip_correction(judge, {0.3}, 0.2875, 0.0015), 0);
+}
+
 }  // namespace
 }  // namespace attngate::bench

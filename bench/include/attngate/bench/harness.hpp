@@ -72,6 +72,10 @@ struct MeasureOptions {
   // kernels measured; a kernel in this process: no round trip is subtracted); -1: the last kernel
   // that runs in a worker. A comparison names its baseline.
   int handoff_reference = -1;
+  // How far the judge's clock of a kernel in another worker may move towards that worker's own word
+  // about its round trip (round_trip_correction, stats.hpp); 0: not at all. gate.yaml's
+  // worker_clock_trust_us.
+  double worker_clock_trust_ms = 0;
 };
 
 // New input contents for one timed call, written by the judge inside the call's pre-phase.
@@ -113,6 +117,7 @@ struct KernelSeries {
   // calls whose output the judge checked against the fp32 reference.
   std::vector<double> fresh_event_ms, fresh_judge_ms, fresh_wall_ms;
   int checked_calls = 0;
+  double round_trip_correction_ms = 0;  // subtracted beside the round trip (round_trip_correction)
 };
 
 struct ClockSummary {
@@ -198,7 +203,8 @@ class Harness {
   void wait_for_stop(Contestant& c);
   void flush_l2(uint64_t call_id);
   static void record_untraced(KernelSeries& k, const CallTimes& t, bool fresh);
-  void settle_handoff(std::vector<Contestant>& cs, const std::vector<double>& handoffs, Measurement& m);
+  void settle_handoff(std::vector<Contestant>& cs, const std::vector<double>& handoffs, int reference,
+                      double trust_ms, Measurement& m);
   void require_resolved(const Contestant& c, bool is_reference, const Measurement& m) const;
   double subtracted_handoff(double reference_ms) const;
   IpcEventPair& events_for(const verify::remote::RemoteKernel* k);

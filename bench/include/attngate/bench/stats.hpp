@@ -125,4 +125,13 @@ struct ClockRefusal {
 // `call_ms`: judge times with `subtracted_ms` already taken off. Empty: never refused.
 ClockRefusal judge_clock_refusal(const std::vector<double>& call_ms, const RoundTrip& rt);
 
+// The round trip to the worker spawned second is not the first's: on the H200 it was 0.07 to 1.1 us
+// longer in 8 of 8 gate runs (which worker ran which kernel did not matter), 0.05-0.17 % of the gate's
+// geomean against whichever kernel ran there. The judge cannot time that worker's round trip without
+// the worker's word, so the word is taken within a bound: the worker's median round trip by its own
+// events (judge less worker event time) less the reference's, clamped to [-cap_ms, cap_ms]. A worker
+// that lies gains at most cap_ms a call. Empty or unequal series, or cap_ms <= 0: 0.
+double round_trip_correction(const std::vector<double>& judge_ms, const std::vector<double>& worker_event_ms,
+                             double reference_round_trip_ms, double cap_ms);
+
 }  // namespace attngate::bench
