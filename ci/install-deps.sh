@@ -33,6 +33,8 @@ have_pkg libcli11-dev || have_config 'share/cmake/CLI11/CLI11Config.cmake' ||
   have_config 'lib*/cmake/CLI11/CLI11Config.cmake' || have_config 'lib/*/cmake/CLI11/CLI11Config.cmake' ||
   need+=(libcli11-dev)
 
+have_pkg libssl-dev || [[ -e /usr/include/openssl/evp.h || -e /usr/local/include/openssl/evp.h ]] ||
+  [[ -e $(dirname "$0")/../.carry/root/usr/include/openssl/evp.h ]] || need+=(libssl-dev)  # SHA-256, HMAC (agent_hooks)
 command -v python3 >/dev/null || need+=(python3)  # ci/verify.sh's verdict (ci/verify_summary.py), the ci/ tests
 # Optional: ci/verify_summary.py reads gate.yaml with PyYAML when it can (else its one key by hand).
 want=()

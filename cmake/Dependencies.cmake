@@ -9,6 +9,19 @@ if(NOT TARGET CUDA::cupti)
   message(FATAL_ERROR "CUPTI was not found with the CUDA Toolkit at ${CUDAToolkit_LIBRARY_ROOT}")
 endif()
 
+# SHA-256 and HMAC for agent_hooks (version names, gate receipts): OpenSSL's libcrypto, no fallback.
+find_package(OpenSSL 3.0 COMPONENTS Crypto)
+if(NOT OpenSSL_FOUND)
+  message(FATAL_ERROR "OpenSSL 3 (libcrypto) was not found: install libssl-dev (ci/install-deps.sh), or "
+                      "unpack it under a prefix named in CMAKE_PREFIX_PATH (README.md, 'On a GPU machine without network')")
+endif()
+# Debian and Ubuntu keep opensslconf.h under include/<multiarch>/, which the compiler searches only
+# below /usr: a package unpacked elsewhere needs that folder too.
+if(CMAKE_LIBRARY_ARCHITECTURE AND EXISTS "${OPENSSL_INCLUDE_DIR}/${CMAKE_LIBRARY_ARCHITECTURE}/openssl/opensslconf.h")
+  set_property(TARGET OpenSSL::Crypto APPEND PROPERTY INTERFACE_INCLUDE_DIRECTORIES
+               "${OPENSSL_INCLUDE_DIR}/${CMAKE_LIBRARY_ARCHITECTURE}")
+endif()
+
 FetchContent_Declare(GTest
   URL https://github.com/google/googletest/archive/refs/tags/release-1.12.1.tar.gz
   FIND_PACKAGE_ARGS 1.12 NAMES GTest)

@@ -1,5 +1,5 @@
 #pragma once
-// SHA-256, so a candidate version is named by its source bytes (FIPS 180-4), and HMAC-SHA256
+// SHA-256 (OpenSSL's libcrypto), so a candidate version is named by its source bytes, and HMAC-SHA256
 // (RFC 2104), so a gate run's receipt can be checked by `attngate commit`.
 #include <array>
 #include <filesystem>
