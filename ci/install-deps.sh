@@ -35,7 +35,10 @@ have_pkg libcli11-dev || have_config 'share/cmake/CLI11/CLI11Config.cmake' ||
 
 have_pkg libssl-dev || [[ -e /usr/include/openssl/evp.h || -e /usr/local/include/openssl/evp.h ]] ||
   [[ -e $(dirname "$0")/../.carry/root/usr/include/openssl/evp.h ]] || need+=(libssl-dev)  # SHA-256, HMAC (agent_hooks)
+have_pkg libvalijson-dev || [[ -e /usr/include/valijson/validator.hpp || -e /usr/local/include/valijson/validator.hpp ]] ||
+  [[ -e $(dirname "$0")/../.carry/root/usr/include/valijson/validator.hpp ]] || need+=(libvalijson-dev)  # JSON Schema
 command -v python3 >/dev/null || need+=(python3)  # ci/verify.sh's verdict (ci/verify_summary.py), the ci/ tests
+python3 -c 'import jsonschema' 2>/dev/null || have_pkg python3-jsonschema || need+=(python3-jsonschema)  # the Python tools' schema checks
 # Optional: ci/verify_summary.py reads gate.yaml with PyYAML when it can (else its one key by hand).
 want=()
 python3 -c 'import yaml' 2>/dev/null || have_pkg python3-yaml || want+=(python3-yaml)

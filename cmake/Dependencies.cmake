@@ -22,6 +22,17 @@ if(CMAKE_LIBRARY_ARCHITECTURE AND EXISTS "${OPENSSL_INCLUDE_DIR}/${CMAKE_LIBRARY
                "${OPENSSL_INCLUDE_DIR}/${CMAKE_LIBRARY_ARCHITECTURE}")
 endif()
 
+# JSON Schema validation of the documents that cross process boundaries: valijson (header only; no
+# CMake package of its own; libvalijson-dev).
+find_path(ATTNGATE_VALIJSON_INCLUDE_DIR valijson/validator.hpp)
+if(NOT ATTNGATE_VALIJSON_INCLUDE_DIR)
+  message(FATAL_ERROR "valijson was not found: install libvalijson-dev (ci/install-deps.sh), or unpack it under a "
+                      "prefix named in CMAKE_PREFIX_PATH (README.md, 'On a GPU machine without network')")
+endif()
+add_library(attngate_valijson INTERFACE)
+add_library(attngate::valijson ALIAS attngate_valijson)
+target_include_directories(attngate_valijson SYSTEM INTERFACE ${ATTNGATE_VALIJSON_INCLUDE_DIR})
+
 FetchContent_Declare(GTest
   URL https://github.com/google/googletest/archive/refs/tags/release-1.12.1.tar.gz
   FIND_PACKAGE_ARGS 1.12 NAMES GTest)

@@ -671,7 +671,8 @@ TEST_F(ReportCmd, StaleAndMissingFilesAreNotThisRun) {
   EXPECT_EQ(codes(report_json()), std::vector<std::string>{"NO_PERF"});
   EXPECT_NE(reason(report_json(), "NO_PERF")["detail"].get<std::string>().find(
                 "is not an attngate.comparison/1 document (bench/schema/comparison.schema.json): $.geomean_ci95: "
-                "\"narrow\" is not of type \"array\"; $.scenarios[1]: missing required 'kernel_timing'"),
+                "\"narrow\": Value type not permitted by 'type' constraint.; $.scenarios[1]: Missing required "
+                "property 'kernel_timing'."),
             std::string::npos)
       << reason(report_json(), "NO_PERF").dump();
 

@@ -60,6 +60,9 @@ import time
 import traceback
 import warnings
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from schema_check import check_schema  # noqa: E402
+
 SCHEMA = "attngate.baseline_results/1"
 BASELINES = ("torch_cudnn", "torch_flash", "fa3", "fa4")
 STATUSES = ("ok", "wrong", "fallback", "unsupported", "error", "not installed")
@@ -335,8 +338,6 @@ BEST_DIR = os.path.join(REPO_ROOT, "bench", "baselines")
 # Which entries of a results document's "versions" describe each baseline.
 LIBRARY_VERSIONS = {"torch_cudnn": ("torch", "cudnn"), "torch_flash": ("torch",),
                     "fa3": ("fa3-fwd", "flash_attn_3", "flash-attn-3"), "fa4": ("flash-attn-4", "fa4")}
-_JSON_TYPES = {"object": dict, "array": list, "string": str, "boolean": bool, "null": type(None),
-               "integer": int, "number": (int, float)}
 
 
 def gpu_slug(name: str) -> str:
@@ -347,52 +348,6 @@ def gpu_slug(name: str) -> str:
 
 def default_best_path(gpu: str) -> str:
     return os.path.join(BEST_DIR, gpu_slug(gpu) + ".json")
-
-
-def check_json_schema(doc, schema: dict, root: dict | None = None, where: str = "$") -> list[str]:
-    """Problems with doc against the JSON Schema subset bench/schema/ uses (type, const, enum, pattern,
-    minLength, minimum, exclusiveMinimum, required, properties, additionalProperties, propertyNames,
-    items, local $ref); empty when it follows it."""
-    root = schema if root is None else root
-    if "$ref" in schema:
-        return check_json_schema(doc, root["$defs"][schema["$ref"].rsplit("/", 1)[-1]], root, where)
-    errs = []
-    if "type" in schema:
-        types = schema["type"] if isinstance(schema["type"], list) else [schema["type"]]
-        if not any(isinstance(doc, _JSON_TYPES[t]) and not (t in ("integer", "number") and isinstance(doc, bool))
-                   for t in types):
-            return [f"{where}: {doc!r} is not of type {'/'.join(types)}"]
-    if "const" in schema and doc != schema["const"]:
-        errs.append(f"{where}: {doc!r}, expected {schema['const']!r}")
-    if "enum" in schema and doc not in schema["enum"]:
-        errs.append(f"{where}: {doc!r} is not one of {schema['enum']}")
-    if isinstance(doc, str):
-        if "pattern" in schema and not re.search(schema["pattern"], doc):
-            errs.append(f"{where}: {doc!r} does not match {schema['pattern']}")
-        if len(doc) < schema.get("minLength", 0):
-            errs.append(f"{where}: {doc!r} is shorter than {schema['minLength']}")
-    if isinstance(doc, (int, float)) and not isinstance(doc, bool):
-        if "minimum" in schema and doc < schema["minimum"]:
-            errs.append(f"{where}: {doc!r} is below {schema['minimum']}")
-        if "exclusiveMinimum" in schema and doc <= schema["exclusiveMinimum"]:
-            errs.append(f"{where}: {doc!r} is not above {schema['exclusiveMinimum']}")
-    if isinstance(doc, dict):
-        errs += [f"{where}: '{k}' missing" for k in schema.get("required", []) if k not in doc]
-        props = schema.get("properties", {})
-        extra = schema.get("additionalProperties", True)
-        for k, v in doc.items():
-            if "propertyNames" in schema:
-                errs += check_json_schema(k, schema["propertyNames"], root, f"{where} key {k!r}")
-            if k in props:
-                errs += check_json_schema(v, props[k], root, f"{where}.{k}")
-            elif extra is False:
-                errs.append(f"{where}: unexpected '{k}'")
-            elif isinstance(extra, dict):
-                errs += check_json_schema(v, extra, root, f"{where}.{k}")
-    if isinstance(doc, list) and "items" in schema:
-        for i, item in enumerate(doc):
-            errs += check_json_schema(item, schema["items"], root, f"{where}[{i}]")
-    return errs
 
 
 def load_best_schema() -> dict:
@@ -487,11 +442,11 @@ def update_best_file(path: str, runs: list[dict], today: str, schema: dict | Non
     if os.path.exists(path):
         with open(path) as f:
             old = json.load(f)
-        errs = check_json_schema(old, schema)
+        errs = check_schema(old, schema)
         if errs:
             raise ValueError(f"{path} is not {BEST_SCHEMA}: " + "; ".join(errs[:5]))
     doc, changes = merge_best(old, runs, today)
-    errs = check_json_schema(doc, schema)
+    errs = check_schema(doc, schema)
     if errs:
         raise ValueError(f"merged best baselines do not follow {BEST_SCHEMA}: " + "; ".join(errs[:5]))
     os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)

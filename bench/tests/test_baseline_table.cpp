@@ -280,7 +280,7 @@ TEST(BaselineTable, FollowsItsSchema) {
   // The schema holds: a row without its candidate field breaks it.
   nlohmann::json broken = doc;
   broken["rows"][0].erase("candidate");
-  EXPECT_EQ(verify::schema_problems(schema, broken), std::vector<std::string>{"$.rows[0]: missing required 'candidate'"});
+  EXPECT_EQ(verify::schema_problems(schema, broken), std::vector<std::string>{"$.rows[0]: Missing required property 'candidate'."});
 }
 
 }  // namespace

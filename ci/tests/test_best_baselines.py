@@ -56,7 +56,7 @@ class Merge(unittest.TestCase):
     schema = ab.load_best_schema()
 
     def valid(self, doc):
-        self.assertEqual(ab.check_json_schema(doc, self.schema), [])
+        self.assertEqual(ab.check_schema(doc, self.schema), [])
 
     def test_only_correct_results_count(self):
         doc = run_doc("2026-12-02T10:00:00+00:00", [
@@ -179,13 +179,13 @@ class Merge(unittest.TestCase):
                        lambda d: d["scenarios"].update({"bad id": d["scenarios"]["gate_x"]})):
             bad = copy.deepcopy(good)
             mutate(bad)
-            self.assertNotEqual(ab.check_json_schema(bad, self.schema), [], bad)
+            self.assertNotEqual(ab.check_schema(bad, self.schema), [], bad)
 
     def test_committed_files_follow_the_schema(self):
         for path in glob.glob(os.path.join(ROOT, "bench", "baselines", "*.json")):
             with open(path) as f:
                 doc = json.load(f)
-            self.assertEqual(ab.check_json_schema(doc, self.schema), [], path)
+            self.assertEqual(ab.check_schema(doc, self.schema), [], path)
             self.assertEqual(os.path.basename(path), ab.gpu_slug(doc["gpu"]) + ".json")
 
 

@@ -111,13 +111,13 @@ class MergeVerify(unittest.TestCase):
             summary, problems = ms.merge_verify([d], None)
             schema_problems = [p for p in problems if "not a attngate.verify_result/1" in p]
             self.assertEqual(len(schema_problems), 1, problems)
-            for what in ("'base_seed' missing", "$.runs[0].pass", "$.runs[0].o: 'max_scaled' missing"):
+            for what in ("'base_seed' is a required property", "$.runs[0].pass", "$.runs[0].o: 'max_scaled' is a required property"):
                 self.assertIn(what, schema_problems[0])
             self.assertEqual(summary["tests"], 2)  # still counted: it names its test and status
             self.write(d, "verify.a.z", "passed", {"schema": "attngate.verify_result/1"})
             summary, problems = ms.merge_verify([d], None)
             self.assertEqual(summary["tests"], 2)
-            self.assertTrue(any("verify.a.z.json" in p and "'test' missing" in p for p in problems), problems)
+            self.assertTrue(any("verify.a.z.json" in p and "'test' is a required property" in p for p in problems), problems)
 
     def test_the_schema_names_what_the_writer_writes(self):
         with open(ms.VERIFY_RESULT_SCHEMA) as f:

@@ -1,14 +1,17 @@
-// The subset of JSON Schema (2020-12) that attngate's schemas use: $ref into #/$defs, oneOf, type,
-// const, enum, minimum, required, properties, items. Enough for the tests that hold the documents
-// crossing process boundaries (verify results, gate results) to their schemas; not a validator
-// for schemas in general (any other keyword is ignored).
+// Holds a document crossing a process boundary (verify results, timed comparisons, gate results)
+// to its JSON Schema, with valijson (a validator for the whole of drafts 4-7; attngate's schemas
+// name 2020-12 but use only keywords draft 7 has, $defs reached through JSON-pointer $refs).
 //
-// Header only (nlohmann::json); CMake target attngate::verify_result.
+// Header only (nlohmann::json, valijson); CMake target attngate::verify_result.
 #pragma once
 
 #include <nlohmann/json.hpp>
+#include <valijson/adapters/nlohmann_json_adapter.hpp>
+#include <valijson/schema.hpp>
+#include <valijson/schema_parser.hpp>
+#include <valijson/validation_results.hpp>
+#include <valijson/validator.hpp>
 
-#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -16,63 +19,48 @@ namespace attngate::verify {
 
 namespace schema_detail {
 
-inline bool has_type(const nlohmann::json& v, const std::string& type) {
-  if (type == "object") return v.is_object();
-  if (type == "array") return v.is_array();
-  if (type == "string") return v.is_string();
-  if (type == "boolean") return v.is_boolean();
-  if (type == "null") return v.is_null();
-  if (type == "integer") return v.is_number_integer();
-  if (type == "number") return v.is_number();
-  return false;
-}
-
-inline void check(const nlohmann::json& root, const nlohmann::json& schema, const nlohmann::json& v,
-                  const std::string& where, std::vector<std::string>& problems) {
-  using nlohmann::json;
-  if (schema.contains("$ref")) {
-    const std::string ref = schema["$ref"], prefix = "#/$defs/";
-    if (ref.rfind(prefix, 0) != 0) return problems.push_back(where + ": unsupported $ref " + ref);
-    return check(root, root["$defs"][ref.substr(prefix.size())], v, where, problems);
+// valijson's context ("<root>", "[field]", "[3]") as a path ("$.field[3]") and as a JSON pointer.
+inline std::string path_of(const std::vector<std::string>& context, nlohmann::json::json_pointer& at) {
+  std::string where = "$";
+  for (const auto& step : context) {
+    if (step == "<root>") continue;
+    const bool bracketed = step.size() > 2 && step.front() == '[' && step.back() == ']';
+    const std::string name = bracketed ? step.substr(1, step.size() - 2) : step;
+    const bool index = bracketed && name.find_first_not_of("0123456789") == std::string::npos;
+    where += index ? "[" + name + "]" : "." + name;
+    at /= name;
   }
-  if (schema.contains("oneOf")) {
-    int matched = 0;
-    for (const auto& alt : schema["oneOf"]) {
-      std::vector<std::string> p;
-      check(root, alt, v, where, p);
-      matched += p.empty();
-    }
-    if (matched != 1) problems.push_back(where + ": matches " + std::to_string(matched) + " of oneOf");
-  }
-  if (schema.contains("type")) {
-    const json types = schema["type"].is_array() ? schema["type"] : json::array({schema["type"]});
-    bool any = false;
-    for (const auto& t : types) any = any || has_type(v, t.get<std::string>());
-    if (!any) problems.push_back(where + ": " + v.dump() + " is not of type " + schema["type"].dump());
-  }
-  if (schema.contains("const") && v != schema["const"]) problems.push_back(where + ": not " + schema["const"].dump());
-  if (schema.contains("enum") && std::find(schema["enum"].begin(), schema["enum"].end(), v) == schema["enum"].end())
-    problems.push_back(where + ": " + v.dump() + " not in " + schema["enum"].dump());
-  if (schema.contains("minimum") && v.is_number() && v.get<double>() < schema["minimum"].get<double>())
-    problems.push_back(where + ": below the minimum");
-  if (v.is_object()) {
-    for (const auto& key : schema.value("required", json::array()))
-      if (!v.contains(key.get<std::string>()))
-        problems.push_back(where + ": missing required '" + key.get<std::string>() + "'");
-    const json properties = schema.value("properties", json::object());  // outlives the loop
-    for (const auto& [key, sub] : properties.items())
-      if (v.contains(key)) check(root, sub, v[key], where + "." + key, problems);
-  }
-  if (v.is_array() && schema.contains("items"))
-    for (size_t i = 0; i < v.size(); ++i) check(root, schema["items"], v[i], where + "[" + std::to_string(i) + "]", problems);
+  return where;
 }
 
 }  // namespace schema_detail
 
-// Where `doc` breaks `schema`, one line per problem ("$.runs[0].o: missing required 'max_abs'").
+// Where `doc` breaks `schema`, one line per problem ("$.runs[1].o: Missing required property
+// 'max_abs'."; a value of the wrong type is shown). valijson's summary lines for the enclosing
+// objects and arrays ("Failed to validate ...") are left out. A schema valijson cannot parse is
+// itself a problem.
 inline std::vector<std::string> schema_problems(const nlohmann::json& schema, const nlohmann::json& doc) {
+  valijson::Schema parsed;
+  try {
+    valijson::SchemaParser(valijson::SchemaParser::kDraft7)
+        .populateSchema(valijson::adapters::NlohmannJsonAdapter(schema), parsed);
+  } catch (const std::exception& e) {
+    return {std::string("$: the schema cannot be read: ") + e.what()};
+  }
+  valijson::Validator validator(valijson::Validator::kStrongTypes);
+  valijson::ValidationResults results;
+  if (validator.validate(parsed, valijson::adapters::NlohmannJsonAdapter(doc), &results)) return {};
   std::vector<std::string> problems;
-  schema_detail::check(schema, schema, doc, "$", problems);
+  valijson::ValidationResults::Error e;
+  while (results.popError(e)) {
+    if (e.description.rfind("Failed to validate", 0) == 0) continue;
+    nlohmann::json::json_pointer at;
+    std::string line = schema_detail::path_of(e.context, at) + ": ";
+    if (e.description.find("'type' constraint") != std::string::npos && doc.contains(at))
+      line += doc.at(at).dump() + ": ";
+    problems.push_back(line + e.description);
+  }
+  if (problems.empty()) problems.push_back("$: does not follow the schema");  // only summary lines came
   return problems;
 }
 
