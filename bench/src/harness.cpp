@@ -387,14 +387,14 @@ void Harness::settle_handoff(std::vector<Contestant>& cs, const std::vector<doub
 // No figure can rest on a judge time shorter than a round trip can be (judge_clock_refusal, stats.hpp):
 // the worker did not wait for the judge's go event, or the round trip moved while the call was timed.
 void Harness::require_resolved(const Contestant& c, bool is_reference, const Measurement& m) const {
-  const RoundTrip rt{handoff_ms_ + c.series.round_trip_correction_ms, m.judge_resolution_ms, m.lowest_handoff_ms};
+  const RoundTrip rt{handoff_ms_ + c.series.round_trip_correction_ms, m.lowest_handoff_ms};
   for (const auto* series : {&c.series.event_ms, &c.series.traced_event_ms, &c.series.fresh_event_ms}) {
     const ClockRefusal r = judge_clock_refusal(*series, rt);
     if (!r.refused) continue;
     throw TimedRunCheckError(
         is_reference ? failure_kind::kBaselineClock : failure_kind::kJudgeClock, c.series.kernel, m.scenario,
         std::to_string(r.calls_at_or_below_zero) + " of " + std::to_string(series->size()) +
-            " calls took the judge no longer than the " + std::to_string(1e3 * handoff_ms_) +
+            " calls took the judge no longer than the " + std::to_string(1e3 * rt.subtracted_ms) +
             " us round trip subtracted from every call (shortest " + std::to_string(1e3 * r.shortest_judge_ms) +
             " us; shortest round trip seen " + std::to_string(1e3 * m.lowest_handoff_ms) + " us): " +
             (is_reference ? "the baseline's round trip moved while it was timed (another context ran)"

@@ -169,15 +169,14 @@ double tflops(double flops, double seconds) {
 ClockRefusal judge_clock_refusal(const std::vector<double>& call_ms, const RoundTrip& rt) {
   ClockRefusal r;
   if (call_ms.empty()) return r;
-  constexpr double kFloorMs = 0.002;
-  const double lowest = std::min(rt.lowest_ms, rt.subtracted_ms);
-  // In call time (judge time less subtracted_ms):
-  const double shortest_allowed =
-      std::min(-std::max(5 * rt.resolution_ms, kFloorMs), lowest - rt.subtracted_ms - kFloorMs);
+  constexpr double kMarginMs = 0.002;
+  // In call time (judge time less subtracted_ms). The shortest round trip alone, not the spread of
+  // the baseline's, which another context can widen by keeping the GPU busy during its calls.
+  const double floor = std::min(rt.lowest_ms, rt.subtracted_ms) - rt.subtracted_ms;
   const double shortest = min_of(call_ms);
   r.shortest_judge_ms = shortest + rt.subtracted_ms;
   r.calls_at_or_below_zero = std::count_if(call_ms.begin(), call_ms.end(), [](double t) { return t <= 0; });
-  r.refused = shortest < shortest_allowed || median(call_ms) <= lowest - rt.subtracted_ms;
+  r.refused = shortest < floor - kMarginMs || median(call_ms) <= floor;
   return r;
 }
 
@@ -185,9 +184,12 @@ double round_trip_correction(const std::vector<double>& judge_ms, const std::vec
                              double reference_round_trip_ms, double cap_ms) {
   if (!(cap_ms > 0) || judge_ms.empty() || judge_ms.size() != worker_event_ms.size()) return 0;
   std::vector<double> round_trips(judge_ms.size());
-  for (size_t i = 0; i < judge_ms.size(); ++i) round_trips[i] = judge_ms[i] - worker_event_ms[i];
-  const double d = median(round_trips) - reference_round_trip_ms;
-  return std::isfinite(d) ? std::clamp(d, -cap_ms, cap_ms) : cap_ms;
+  for (size_t i = 0; i < judge_ms.size(); ++i) {
+    // A worker time that is no time (not finite, not positive, longer than the judge's) earns nothing.
+    if (!std::isfinite(worker_event_ms[i]) || !(worker_event_ms[i] > 0) || worker_event_ms[i] > judge_ms[i]) return 0;
+    round_trips[i] = judge_ms[i] - worker_event_ms[i];
+  }
+  return std::clamp(median(round_trips) - reference_round_trip_ms, -cap_ms, cap_ms);
 }
 
 namespace {

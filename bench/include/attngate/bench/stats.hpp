@@ -106,15 +106,12 @@ double tflops(double flops, double seconds);
 // The judge's clock around a worker's call reads the call plus a round trip, and the verdict rests
 // on judge time less `subtracted_ms` (the baseline's round trip, Harness::settle_handoff). A judge
 // time shorter than any round trip can be is no call at all: the worker did not wait for the judge's
-// go event, or the round trip moved. What the judge has evidence of: its median round trip
-// (`subtracted_ms`, whose spread per call is `resolution_ms`) and the shortest one it saw
-// (`lowest_ms`: while other contexts share the GPU, round trips spread upwards and the median is
-// far above what a call that was lucky with its time slice takes). A series is refused when a call
-// is below both by more than the noise (5 x resolution, at least 2 us, under the median; 2 us
-// under the shortest) or when its median is no longer than the shortest round trip.
+// go event, or the round trip moved. The judge's evidence is the shortest round trip it saw
+// (`lowest_ms`, the baseline's or alone: while other contexts share the GPU, round trips spread
+// upwards and their median is far above what a call lucky with its time slice takes). A series is
+// refused when a call is more than 2 us below it, or its median is not above it.
 struct RoundTrip {
   double subtracted_ms = 0;
-  double resolution_ms = 0;
   double lowest_ms = 0;
 };
 struct ClockRefusal {
@@ -130,7 +127,8 @@ ClockRefusal judge_clock_refusal(const std::vector<double>& call_ms, const Round
 // geomean against whichever kernel ran there. The judge cannot time that worker's round trip without
 // the worker's word, so the word is taken within a bound: the worker's median round trip by its own
 // events (judge less worker event time) less the reference's, clamped to [-cap_ms, cap_ms]. A worker
-// that lies gains at most cap_ms a call. Empty or unequal series, or cap_ms <= 0: 0.
+// that lies gains at most cap_ms a call. Empty or unequal series, a worker time that is not finite,
+// not positive or longer than the judge's, or cap_ms <= 0: 0.
 double round_trip_correction(const std::vector<double>& judge_ms, const std::vector<double>& worker_event_ms,
                              double reference_round_trip_ms, double cap_ms);
 
