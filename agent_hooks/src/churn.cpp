@@ -1,35 +1,38 @@
 #include "attngate/hooks/churn.hpp"
 
-#include <algorithm>
-#include <cstdint>
-#include <map>
-#include <unordered_map>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <stdexcept>
 #include <unordered_set>
+
+#include "attngate/hooks/process.hpp"
 
 namespace attngate::hooks {
 namespace {
 
-// Above this many table cells the diff falls back to a multiset difference, which can only
-// overstate a move as a delete plus an add; candidates are a few thousand lines at most.
-constexpr std::size_t kMaxLcsCells = std::size_t{1} << 24;
+namespace fs = std::filesystem;
 
-LineDiff multiset_diff(const std::vector<std::string>& a, const std::vector<std::string>& b) {
-  std::map<std::string, long> count;
-  for (const auto& l : a) ++count[l];
-  LineDiff d;
-  for (const auto& l : b) {
-    auto it = count.find(l);
-    if (it != count.end() && it->second > 0) --it->second;
-    else d.added.push_back(l);
+// A temporary folder that is removed with everything in it when it goes out of scope.
+struct TempDir {
+  fs::path path;
+  TempDir() {
+    std::string tmpl = (fs::temp_directory_path() / "attngate_churn_XXXXXX").string();
+    if (!::mkdtemp(tmpl.data())) throw std::runtime_error(std::string(__FILE__) + ":" + std::to_string(__LINE__) + ": mkdtemp failed");
+    path = tmpl;
   }
-  std::map<std::string, long> in_b;
-  for (const auto& l : b) ++in_b[l];
-  for (const auto& l : a) {
-    auto it = in_b.find(l);
-    if (it != in_b.end() && it->second > 0) --it->second;
-    else d.deleted.push_back(l);
+  ~TempDir() {
+    std::error_code ec;
+    fs::remove_all(path, ec);
   }
-  return d;
+};
+
+void write_lines(const fs::path& file, const std::vector<std::string>& lines) {
+  std::ofstream out(file, std::ios::binary);
+  for (const auto& l : lines) out << l << '\n';
+  if (!out) throw std::runtime_error("churn: cannot write " + file.string());
 }
 
 }  // namespace
@@ -50,44 +53,25 @@ bool whitespace_only(const std::string& line) {
   return line.find_first_not_of(" \t\r\f\v") == std::string::npos;
 }
 
+// git's minimal diff of the two texts, without context: every "-" line of its hunks deleted, every
+// "+" line added (the file header comes before the first "@@").
 LineDiff diff_lines(const std::vector<std::string>& a, const std::vector<std::string>& b) {
-  std::size_t pre = 0;
-  while (pre < a.size() && pre < b.size() && a[pre] == b[pre]) ++pre;
-  std::size_t suf = 0;
-  while (suf < a.size() - pre && suf < b.size() - pre && a[a.size() - 1 - suf] == b[b.size() - 1 - suf]) ++suf;
-  std::vector<std::string> am(a.begin() + static_cast<long>(pre), a.end() - static_cast<long>(suf));
-  std::vector<std::string> bm(b.begin() + static_cast<long>(pre), b.end() - static_cast<long>(suf));
-  const std::size_t n = am.size(), m = bm.size();
-  if ((n + 1) * (m + 1) > kMaxLcsCells) return multiset_diff(am, bm);
-
-  // Lines become small integers so the table compares ints, not strings.
-  std::unordered_map<std::string, std::uint32_t> ids;
-  auto id_of = [&](const std::string& l) { return ids.emplace(l, static_cast<std::uint32_t>(ids.size())).first->second; };
-  std::vector<std::uint32_t> x(n), y(m);
-  for (std::size_t i = 0; i < n; ++i) x[i] = id_of(am[i]);
-  for (std::size_t j = 0; j < m; ++j) y[j] = id_of(bm[j]);
-
-  // lcs[i][j]: the LCS length of x[i..] and y[j..], so the walk below goes forward.
-  std::vector<std::uint32_t> lcs((n + 1) * (m + 1), 0);
-  auto at = [&](std::size_t i, std::size_t j) -> std::uint32_t& { return lcs[i * (m + 1) + j]; };
-  for (std::size_t i = n; i-- > 0;)
-    for (std::size_t j = m; j-- > 0;)
-      at(i, j) = x[i] == y[j] ? at(i + 1, j + 1) + 1 : std::max(at(i + 1, j), at(i, j + 1));
-
+  const TempDir tmp;
+  write_lines(tmp.path / "a", a);
+  write_lines(tmp.path / "b", b);
+  RunOptions o;
+  o.cwd = tmp.path;
+  const RunResult r = run_process({"git", "diff", "--no-index", "--no-color", "--no-ext-diff", "--diff-algorithm=minimal",
+                                   "--unified=0", "--", "a", "b"}, o);
+  if (r.exit_code != 0 && r.exit_code != 1)
+    throw std::runtime_error("churn: git diff --no-index failed (exit " + std::to_string(r.exit_code) + "): " + r.err);
   LineDiff d;
-  std::size_t i = 0, j = 0;
-  while (i < n && j < m) {
-    if (x[i] == y[j]) {
-      ++i;
-      ++j;
-    } else if (at(i + 1, j) >= at(i, j + 1)) {
-      d.deleted.push_back(am[i++]);
-    } else {
-      d.added.push_back(bm[j++]);
-    }
+  bool in_hunk = false;
+  for (const auto& line : split_lines(r.out)) {
+    if (line.rfind("@@", 0) == 0) in_hunk = true;
+    else if (in_hunk && !line.empty() && line[0] == '-') d.deleted.push_back(line.substr(1));
+    else if (in_hunk && !line.empty() && line[0] == '+') d.added.push_back(line.substr(1));
   }
-  while (i < n) d.deleted.push_back(am[i++]);
-  while (j < m) d.added.push_back(bm[j++]);
   return d;
 }
 

@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <functional>
+#include <iostream>
 #include <map>
 #include <ostream>
 #include <sstream>
@@ -167,7 +168,12 @@ std::optional<ChurnFigure> churn_for(const Context& ctx, const std::vector<Recor
   if (sources.empty()) return std::nullopt;
   if (last_sha == cur.candidate_sha256) return ChurnFigure{};
   sources.push_back(*cur_source);
-  return compute_churn(sources);
+  try {
+    return compute_churn(sources);
+  } catch (const std::exception& e) {  // git could not diff: the record goes without its churn figure
+    std::cerr << "attngate: churn not computed: " << e.what() << "\n";
+    return std::nullopt;
+  }
 }
 
 std::string short_sha(const std::string& s) { return s.substr(0, 12); }

@@ -12,7 +12,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-TEST(Churn, LcsDiffFindsAddedAndDeletedLines) {
+TEST(Churn, GitDiffFindsAddedAndDeletedLines) {
   auto d = diff_lines({"a", "b", "c", "d"}, {"a", "c", "d", "e"});
   EXPECT_EQ(d.deleted, std::vector<std::string>{"b"});
   EXPECT_EQ(d.added, std::vector<std::string>{"e"});

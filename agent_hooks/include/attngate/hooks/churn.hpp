@@ -14,7 +14,8 @@ struct LineDiff {
   std::vector<std::string> added;
   std::vector<std::string> deleted;
 };
-// Lines of a not in b's longest common subsequence are deleted, lines of b not in it are added.
+// Lines git's minimal diff (`git diff --no-index --diff-algorithm=minimal`) deletes from a and adds
+// in b. Throws std::runtime_error when git cannot be run.
 LineDiff diff_lines(const std::vector<std::string>& a, const std::vector<std::string>& b);
 
 // sources: the candidate's successive sources in lineage order, the current version last. Lines
