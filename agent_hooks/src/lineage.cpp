@@ -9,12 +9,32 @@
 #include <cerrno>
 #include <chrono>
 #include <cstring>
+#include <fstream>
 #include <stdexcept>
+
+#include "attngate/verify/schema_check.hpp"
 
 namespace attngate::hooks {
 namespace {
 
 using nlohmann::json;
+
+// agent_hooks/schema/lineage_record.schema.json, read once from the source tree (a harness file).
+const json& lineage_schema() {
+  static const json schema = [] {
+    const std::filesystem::path file = std::filesystem::path(ATTNGATE_HOOKS_SOURCE_DIR) / "schema" / "lineage_record.schema.json";
+    std::ifstream in(file);
+    if (!in) throw std::runtime_error("cannot read the lineage schema " + file.string());
+    return json::parse(in);
+  }();
+  return schema;
+}
+
+std::string first_problems(const std::vector<std::string>& problems) {
+  std::string out;
+  for (size_t i = 0; i < problems.size() && i < 3; ++i) out += (i ? "; " : "") + problems[i];
+  return out;
+}
 
 std::runtime_error sys_error(const std::string& what, const std::filesystem::path& file) {
   return std::runtime_error(what + " " + file.string() + ": " + std::strerror(errno));
@@ -82,7 +102,12 @@ LineageContents parse_lines(const std::string& text, const std::filesystem::path
     start = end + 1;
     if (line.find_first_not_of(" \t\r") == std::string_view::npos) continue;
     try {
-      c.records.push_back(json::parse(line).get<Record>());
+      const json j = json::parse(line);
+      c.records.push_back(j.get<Record>());
+      // Kept (the version numbers count it), and named: a line another writer changed.
+      if (const auto problems = verify::schema_problems(lineage_schema(), j); !problems.empty())
+        c.issues.push_back({file, line_no, std::string("a record that does not follow ") + kLineageSchema + ": " +
+                                               first_problems(problems)});
     } catch (const std::exception& e) {
       std::string why = terminated ? "skipped an unparseable record"
                                    : "skipped a truncated last record (a write was interrupted)";
@@ -238,7 +263,11 @@ Record Lineage::append(const std::function<Record(const LineageContents&, int)>&
   for (const auto& r : earlier.records) evaluations += r.is_evaluation() ? 1 : 0;
   Record record = build(earlier, evaluation ? evaluations + 1 : evaluations);
 
-  std::string line = json(record).dump() + "\n";
+  const json doc = record;
+  if (const auto problems = verify::schema_problems(lineage_schema(), doc); !problems.empty())
+    throw std::runtime_error(std::string("a lineage record that does not follow ") + kLineageSchema +
+                             " (agent_hooks/schema/lineage_record.schema.json) was not written: " + first_problems(problems));
+  std::string line = doc.dump() + "\n";
   // Terminate a line a crash left unfinished, so it stays one skipped line and ours starts clean.
   if (!text.empty() && text.back() != '\n') line.insert(line.begin(), '\n');
   write_all(fd.get(), line, file_);

@@ -125,6 +125,31 @@ TEST(Lineage, TruncatedLastLineIsReportedSkippedAndRepaired) {
   EXPECT_EQ(l.read().records.size(), 4u);
 }
 
+// Every line written follows agent_hooks/schema/lineage_record.schema.json; a line another writer
+// put there that parses but does not follow it is kept (versions count it) and named.
+TEST(Lineage, RecordsAreHeldToTheirSchema) {
+  TempDir d;
+  Lineage l(d / "l.jsonl");
+  append_one(l, "a");
+  EXPECT_TRUE(l.read().issues.empty());
+  EXPECT_THROW(l.append([](const LineageContents&, int version) {
+    Record r = test::scored(version, 1.0);
+    r.type = "guess";  // not evaluation, ask or commit
+    return r;
+  }), std::runtime_error);
+  EXPECT_EQ(raw_lines(l.file()).size(), 1u);  // nothing was written
+  {
+    std::ofstream out(l.file(), std::ios::app);
+    out << R"({"schema": "attngate.lineage/1", "type": "evaluation", "version": 2, "time": "yesterday", "questions": []})"
+        << "\n";
+  }
+  auto c = l.read();
+  ASSERT_EQ(c.records.size(), 2u);
+  ASSERT_EQ(c.issues.size(), 1u);
+  EXPECT_NE(c.issues[0].message.find("does not follow attngate.lineage/1: $.time"), std::string::npos) << c.issues[0].str();
+  EXPECT_EQ(append_one(l, "b").version, 3);
+}
+
 TEST(Lineage, CorruptLineInTheMiddleIsSkipped) {
   TempDir d;
   Lineage l(d / "l.jsonl");
