@@ -35,6 +35,8 @@ have_pkg libcli11-dev || have_config 'share/cmake/CLI11/CLI11Config.cmake' ||
 
 have_pkg libssl-dev || [[ -e /usr/include/openssl/evp.h || -e /usr/local/include/openssl/evp.h ]] ||
   [[ -e $(dirname "$0")/../.carry/root/usr/include/openssl/evp.h ]] || need+=(libssl-dev)  # SHA-256, HMAC (agent_hooks)
+have_pkg libfmt-dev || have_config 'lib*/cmake/fmt/fmt-config.cmake' || have_config 'lib/*/cmake/fmt/fmt-config.cmake' ||
+  [[ -e $(dirname "$0")/../.carry/root/usr/lib/x86_64-linux-gnu/cmake/fmt/fmt-config.cmake ]] || need+=(libfmt-dev)  # {fmt}
 have_pkg libvalijson-dev || [[ -e /usr/include/valijson/validator.hpp || -e /usr/local/include/valijson/validator.hpp ]] ||
   [[ -e $(dirname "$0")/../.carry/root/usr/include/valijson/validator.hpp ]] || need+=(libvalijson-dev)  # JSON Schema
 command -v python3 >/dev/null || need+=(python3)  # ci/verify.sh's verdict (ci/verify_summary.py), the ci/ tests

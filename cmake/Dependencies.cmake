@@ -22,6 +22,13 @@ if(CMAKE_LIBRARY_ARCHITECTURE AND EXISTS "${OPENSSL_INCLUDE_DIR}/${CMAKE_LIBRARY
                "${OPENSSL_INCLUDE_DIR}/${CMAKE_LIBRARY_ARCHITECTURE}")
 endif()
 
+# Text formatting ({fmt}, header only as used here; libfmt-dev). No fallback.
+find_package(fmt 9 CONFIG)
+if(NOT fmt_FOUND)
+  message(FATAL_ERROR "{fmt} 9 was not found: install libfmt-dev (ci/install-deps.sh), or unpack it (with libfmt9) "
+                      "under a prefix named in CMAKE_PREFIX_PATH (README.md, 'On a GPU machine without network')")
+endif()
+
 # JSON Schema validation of the documents that cross process boundaries: valijson (header only; no
 # CMake package of its own; libvalijson-dev).
 find_path(ATTNGATE_VALIJSON_INCLUDE_DIR valijson/validator.hpp)

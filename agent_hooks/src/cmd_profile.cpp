@@ -11,6 +11,8 @@
 #include <vector>
 
 #include "attngate/bench/device_peak.hpp"
+#include <fmt/format.h>
+
 #include "attngate/bench/profile_call.hpp"
 #include "attngate/hooks/commands.hpp"
 #include "attngate/hooks/process.hpp"
@@ -44,12 +46,6 @@ Scenario pick(const ProfileOptions& o, const fs::path& scenarios) {
   throw std::runtime_error("no suite '" + o.suite + "' in " + scenarios.string());
 }
 
-std::string join(const std::vector<std::string>& v, const char* sep) {
-  std::string out;
-  for (const auto& x : v) out += (out.empty() ? "" : sep) + x;
-  return out;
-}
-
 // Why ncu failed, with the fix where the reason is a known one.
 std::string ncu_failure(const RunResult& r) {
   const std::string text = r.out + r.err;
@@ -71,12 +67,12 @@ std::vector<std::string> ncu_argv(const std::string& ncu, const fs::path& build,
                                   const fs::path& calls, const std::vector<std::string>& kernels,
                                   const ProfileOptions& o, const fs::path& scenarios) {
   std::vector<std::string> argv = {ncu, "--target-processes", "all", "--nvtx", "--nvtx-include", "attngate@profile/",
-                                   "--clock-control", "none", "--metrics", join(profile::ncu_metrics(), ","),
+                                   "--clock-control", "none", "--metrics", fmt::format("{}", fmt::join(profile::ncu_metrics(), ",")),
                                    "--export", report.string(), "--force-overwrite",
                                    (build / "bench" / "attngate_profile_call").string(), "--calls-out=" + calls.string()};
   for (const auto& k : kernels)
     argv.push_back("--worker=" + (build / "kernels" / "worker" / ("attngate_worker_" + worker::library_of(k))).string());
-  argv.push_back("--kernels=" + join(kernels, ","));
+  argv.push_back("--kernels=" + fmt::format("{}", fmt::join(kernels, ",")));
   if (!o.shape.empty()) argv.push_back("--shape=" + o.shape);
   else argv.insert(argv.end(), {"--scenarios=" + scenarios.string(), "--suite=" + o.suite, "--scenario=" + o.scenario});
   return argv;

@@ -1,4 +1,7 @@
 #include "attngate/hooks/reason_codes.hpp"
+#include <fmt/format.h>
+#include <fmt/printf.h>
+
 #include "attngate/hooks/commands.hpp"
 
 #include <unistd.h>
@@ -29,7 +32,6 @@
 #include "attngate/hooks/sha256.hpp"
 #include "attngate/hooks/supervisor.hpp"
 #include "attngate/hooks/version_store.hpp"
-#include "attngate/hooks/format.hpp"
 
 namespace attngate::hooks {
 namespace fs = std::filesystem;
@@ -37,13 +39,7 @@ using nlohmann::json;
 
 namespace {
 
-std::string fx(const std::optional<double>& v) { return v ? fmt("%.3fx", *v) : std::string("n/a"); }
-
-std::string join(const std::vector<std::string>& v, const std::string& sep) {
-  std::string out;
-  for (const auto& s : v) out += (out.empty() ? "" : sep) + s;
-  return out;
-}
+std::string fx(const std::optional<double>& v) { return v ? fmt::format("{:.3f}x", *v) : std::string("n/a"); }
 
 std::string candidate_rel(const Context& ctx) { return fs::relative(ctx.candidate, ctx.repo).generic_string(); }
 
@@ -197,8 +193,8 @@ std::string best_per_scenario(const std::vector<ScenarioResult>& scenarios, cons
         best = it->second;
       }
     if (library.empty()) continue;
-    os << "    " << s.id << ": " << library << " " << fmt("%.1f", best) << " TFLOPS";
-    if (s.tflops) os << ", the candidate " << fmt("%.1f", *s.tflops) << " (" << fmt("%.0f%%", 100 * *s.tflops / best) << ")";
+    os << "    " << s.id << ": " << library << " " << fmt::format("{:.1f}", best) << " TFLOPS";
+    if (s.tflops) os << ", the candidate " << fmt::format("{:.1f}", *s.tflops) << " (" << fmt::format("{:.0f}%", 100 * *s.tflops / best) << ")";
     os << "\n";
   }
   const std::string lines = os.str();
@@ -219,9 +215,9 @@ std::string limit_context_of(const std::vector<ScenarioResult>& scenarios, const
       return *a->percent_of_peak < *b->percent_of_peak;
     });
     for (auto* s : with_peak) sum += *s->percent_of_peak;
-    os << "  percent of peak: mean " << fmt("%.1f%%", sum / static_cast<double>(with_peak.size())) << " over "
-       << scenarios_word(with_peak.size()) << " (min " << fmt("%.1f%%", *(*lo)->percent_of_peak) << " on " << (*lo)->id
-       << ", max " << fmt("%.1f%%", *(*hi)->percent_of_peak) << " on " << (*hi)->id << ")\n";
+    os << "  percent of peak: mean " << fmt::format("{:.1f}%", sum / static_cast<double>(with_peak.size())) << " over "
+       << scenarios_word(with_peak.size()) << " (min " << fmt::format("{:.1f}%", *(*lo)->percent_of_peak) << " on " << (*lo)->id
+       << ", max " << fmt::format("{:.1f}%", *(*hi)->percent_of_peak) << " on " << (*hi)->id << ")\n";
   }
   std::map<std::string, double> cand;
   for (const auto& s : scenarios)
@@ -250,8 +246,8 @@ std::string limit_context_of(const std::vector<ScenarioResult>& scenarios, const
   if (best_name.empty()) {
     os << "  best baseline on the same scenarios: unknown (no baseline figures in the report)\n";
   } else {
-    os << "  best baseline on the same scenarios: " << best_name << ", mean " << fmt("%.1f", best_mean)
-       << " TFLOPS vs the candidate's " << fmt("%.1f", best_cand_mean) << " over " << scenarios_word(best_n) << "\n";
+    os << "  best baseline on the same scenarios: " << best_name << ", mean " << fmt::format("{:.1f}", best_mean)
+       << " TFLOPS vs the candidate's " << fmt::format("{:.1f}", best_cand_mean) << " over " << scenarios_word(best_n) << "\n";
   }
   return os.str() + best_per_scenario(scenarios, baselines);
 }
@@ -274,7 +270,7 @@ std::pair<double, std::string> commit_bar(const Context& ctx, const Record& r) {
     if (!best || v.geomean > best->geomean) best = v;
   }
   if (!best) return {1.0, "the baseline itself (1.000x)"};
-  return {best->geomean, "the best committed version (" + fmt("%.3fx", best->geomean) + ", commit " +
+  return {best->geomean, "the best committed version (" + fmt::format("{:.3f}x", best->geomean) + ", commit " +
                              best->commit.substr(0, 12) + ")"};
 }
 
@@ -416,14 +412,14 @@ std::string format_verdict(const Context& ctx, const Evaluation& e) {
      << (r.candidate_sha256.empty() ? "missing" : short_sha(r.candidate_sha256)) << ")\n";
   os << "  geomean " << fx(r.geomean.speedup);
   if (r.geomean.ci_low && r.geomean.ci_high)
-    os << ", CI [" << fmt("%.3f", *r.geomean.ci_low) << ", " << fmt("%.3f", *r.geomean.ci_high) << "]";
+    os << ", CI [" << fmt::format("{:.3f}", *r.geomean.ci_low) << ", " << fmt::format("{:.3f}", *r.geomean.ci_high) << "]";
   if (r.target.geomean) os << "; target " << fx(r.target.geomean);
   if (!r.target.baseline.empty()) os << " vs " << r.target.baseline;
   if (r.target.scenario_floor) os << ", floor " << fx(r.target.scenario_floor);
   os << "\n";
   for (const auto& reason : r.reasons) {
     os << "  reason " << reason.code;
-    if (!reason.scenarios.empty()) os << " [" << join(reason.scenarios, ", ") << "]";
+    if (!reason.scenarios.empty()) os << " [" << fmt::format("{}", fmt::join(reason.scenarios, ", ")) << "]";
     if (!reason.detail.empty()) os << ": " << reason.detail;
     os << "\n";
   }
@@ -538,7 +534,7 @@ RunOptions gate_run_options(const Context& ctx, const GateOptions& o, const fs::
     ro.output = Output::log;
     ro.log_file = log;
   }
-  if (o.target) ro.env.emplace_back("ATTNGATE_GEOMEAN_TARGET", fmt("%.17g", *o.target));
+  if (o.target) ro.env.emplace_back("ATTNGATE_GEOMEAN_TARGET", fmt::format("{:.17g}", *o.target));
   return ro;
 }
 
@@ -596,7 +592,7 @@ std::optional<json> run_gate_tests(std::ostream& err, const fs::path& scenarios,
   }
   if (o.target && (!in.report.target.geomean || std::abs(*in.report.target.geomean - *o.target) > 1e-9))
     fail_with(in.report, "TARGET_NOT_APPLIED",
-              "asked for geomean target " + fmt("%.3f", *o.target) + " but the gate judged against " +
+              "asked for geomean target " + fmt::format("{:.3f}", *o.target) + " but the gate judged against " +
                   fx(in.report.target.geomean));
   return j;
 }
@@ -618,7 +614,7 @@ std::optional<json> build_and_test(const Context& ctx, const GateOptions& o, con
   auto build_result = run_process({"cmake", "--build", build.string()}, ro);
   if (lines)
     *ctx.err << "attngate: build " << (build_result.exit_code == 0 ? "done" : "failed") << " ("
-              << fmt("%.0f", progress_seconds()) << " s)" << std::endl;
+              << fmt::format("{:.0f}", progress_seconds()) << " s)" << std::endl;
   in.build_exit = build_result.exit_code;
   if (build_result.exit_code != 0) {
     in.report = synthesized_failure("BUILD_FAILED", "cmake --build " + build.string() + " exited " +
@@ -695,14 +691,14 @@ std::vector<Signal> suspicious_signals(const Context& ctx, const EvaluationInput
     const double g = *cur.geomean.speedup;
     if (bar > 0 && g / bar > cfg.suspicious.step_speedup)
       found.push_back(
-          {"suspicious", "step", "geomean " + fmt("%.3fx", g) + " is " + fmt("%.3fx", g / bar) + " " + bar_what});
+          {"suspicious", "step", "geomean " + fmt::format("{:.3f}x", g) + " is " + fmt::format("{:.3f}x", g / bar) + " " + bar_what});
   }
   return found;
 }
 
 std::string geomean_text(const Geomean& g) {
   return fx(g.speedup) + " CI " +
-         (g.ci_low && g.ci_high ? "[" + fmt("%.3f", *g.ci_low) + ", " + fmt("%.3f", *g.ci_high) + "]" : "none");
+         (g.ci_low && g.ci_high ? "[" + fmt::format("{:.3f}", *g.ci_low) + ", " + fmt::format("{:.3f}", *g.ci_high) + "]" : "none");
 }
 
 bool intervals_overlap(const Geomean& a, const Geomean& b) {
@@ -716,7 +712,7 @@ std::string unconfirmed_why(const GateReport& first, const GateReport& second) {
   if (second.verdict != "pass") {
     std::vector<std::string> codes;
     for (const auto& r : second.reasons) codes.push_back(r.code);
-    std::string why = "the re-run with fresh seeds failed (" + join(codes, ", ") + ")";
+    std::string why = "the re-run with fresh seeds failed (" + fmt::format("{}", fmt::join(codes, ", ")) + ")";
     if (!second.reasons.empty() && !second.reasons.front().detail.empty())
       why += ": " + second.reasons.front().detail;
     return why;
@@ -807,7 +803,7 @@ std::string confirm_suspicious_gain(const Context& ctx, const GateOptions& o, co
   in.suspicious_confirmed = why.empty();
   if (!why.empty()) fail_with(in.report, "SUSPICIOUS_UNCONFIRMED", why);
   write_recorded_report(gate, *first_raw, first_md, second, in);
-  std::string line = "attngate: re-measured the suspicious gain (" + join(kinds, ", ") + ") with fresh seeds: ";
+  std::string line = "attngate: re-measured the suspicious gain (" + fmt::format("{}", fmt::join(kinds, ", ")) + ") with fresh seeds: ";
   if (!why.empty()) return line + "NOT confirmed: " + why + "\n";
   return line + "confirmed, geomean " + geomean_text(second.report.geomean) + " overlaps the first run's " +
          geomean_text(in.report.geomean) + " (" + second.report_path + ")\n";
@@ -913,11 +909,11 @@ int cmd_report(const Context& ctx, ReportInputs in, const fs::path& build_dir, b
     const json g = r.report.value("geomean", json::object());
     const json speedup = g.value("speedup", json()), lo = g.value("ci_low", json()), hi = g.value("ci_high", json());
     if (speedup.is_number()) {
-      out << ", geomean " << fmt("%.4fx", speedup.get<double>());
+      out << ", geomean " << fmt::format("{:.4f}x", speedup.get<double>());
       if (lo.is_number() && hi.is_number())
-        out << " CI [" << fmt("%.4f", lo.get<double>()) << ", " << fmt("%.4f", hi.get<double>()) << "]";
+        out << " CI [" << fmt::format("{:.4f}", lo.get<double>()) << ", " << fmt::format("{:.4f}", hi.get<double>()) << "]";
     }
-    out << "; target " << fmt("%.4fx", r.report["target"]["geomean"].get<double>()) << " vs "
+    out << "; target " << fmt::format("{:.4f}x", r.report["target"]["geomean"].get<double>()) << " vs "
         << r.report["target"]["baseline"].get<std::string>() << "\n";
     for (const auto& reason : r.report["reasons"]) {
       out << "  reason " << reason["code"].get<std::string>();
@@ -927,7 +923,7 @@ int cmd_report(const Context& ctx, ReportInputs in, const fs::path& build_dir, b
         ids.resize(5);
         ids.push_back("... " + std::to_string(more) + " more");
       }
-      if (!ids.empty()) out << " [" << join(ids, ", ") << "]";
+      if (!ids.empty()) out << " [" << fmt::format("{}", fmt::join(ids, ", ")) << "]";
       out << ": " << reason["detail"].get<std::string>() << "\n";
     }
     out << "  report: " << (in.out_dir / "report.md").string() << "\n"
@@ -960,7 +956,7 @@ void print_elites(const Context& ctx, const std::vector<Record>& evaluations) {
     auto it = std::find_if(evaluations.begin(), evaluations.end(), [&](const Record& r) { return r.version == e.version; });
     const std::string restore = restore_command(ctx, *it);
     std::snprintf(line, sizeof line, "%-22s  %-7d  %-13s  %-9s  %s\n", e.group.name().c_str(), e.version,
-                  fmt("%.3fx", e.group_geomean).c_str(), fx(e.geomean).c_str(),
+                  fmt::format("{:.3f}x", e.group_geomean).c_str(), fx(e.geomean).c_str(),
                   restore.empty() ? "(source not kept)" : restore.c_str());
     os << line;
   }
@@ -1006,20 +1002,20 @@ int cmd_history(const Context& ctx, bool show_elites) {
   for (const auto& r : c.records) {
     if (!r.is_evaluation()) continue;
     std::string ci = r.geomean.ci_low && r.geomean.ci_high
-                         ? "[" + fmt("%.3f", *r.geomean.ci_low) + ", " + fmt("%.3f", *r.geomean.ci_high) + "]"
+                         ? "[" + fmt::format("{:.3f}", *r.geomean.ci_low) + ", " + fmt::format("{:.3f}", *r.geomean.ci_high) + "]"
                          : "-";
     auto triggers = r.triggers;
     for (const auto& a : asked[r.version]) triggers.push_back(a);
     std::string reasons;
     for (const auto& reason : r.reasons) reasons += (reasons.empty() ? "" : ",") + reason.code;
     std::snprintf(line, sizeof line, "%-7d  %-20s  %-9s  %-17s  %-7s  %s%s", r.version, r.time.c_str(),
-                  r.geomean.speedup ? fmt("%.3fx", *r.geomean.speedup).c_str() : "-", ci.c_str(),
-                  r.verdict.c_str(), triggers.empty() ? "-" : join(triggers, ",").c_str(),
+                  r.geomean.speedup ? fmt::format("{:.3f}x", *r.geomean.speedup).c_str() : "-", ci.c_str(),
+                  r.verdict.c_str(), triggers.empty() ? "-" : fmt::format("{}", fmt::join(triggers, ",")).c_str(),
                   reasons.empty() ? "" : ("  (" + reasons + ")").c_str());
     os << line << (r.note.empty() ? "" : "  \"" + r.note + "\"") << "\n";
     if (auto it = before_gain.find(r.version); it != before_gain.end())
       os << "         committed; questions asked before this gain: "
-         << (it->second.empty() ? std::string("none") : join(it->second, ", ")) << "\n";
+         << (it->second.empty() ? std::string("none") : fmt::format("{}", fmt::join(it->second, ", "))) << "\n";
   }
   return kExitPass;
 }
@@ -1069,7 +1065,7 @@ std::string judgement_refusal(const Record& r) {
   if (r.verdict != "pass") {
     std::vector<std::string> codes;
     for (const auto& reason : r.reasons) codes.push_back(reason.code);
-    return v + " failed the gate" + (codes.empty() ? std::string{} : " (" + join(codes, ", ") + ")");
+    return v + " failed the gate" + (codes.empty() ? std::string{} : " (" + fmt::format("{}", fmt::join(codes, ", ")) + ")");
   }
   for (const auto& s : r.signals)
     if (s.kind == "above_peak") return v + " ran above the device's peak, so it was not measured honestly: " + s.detail;
@@ -1086,20 +1082,20 @@ std::string judgement_refusal(const Record& r) {
 std::string step_refusal(const Record& r, double bar, const std::string& bar_what, double step) {
   const double g = *r.geomean.speedup;
   if (r.suspicious_confirmed || !(bar > 0) || g / bar <= step) return {};
-  return version_name(r) + " has an unconfirmed suspicious gain (geomean " + fmt("%.3fx", g) + " is " +
-         fmt("%.3fx", g / bar) + " " + bar_what + "); run attngate gate again so the re-measurement confirms it";
+  return version_name(r) + " has an unconfirmed suspicious gain (geomean " + fmt::format("{:.3f}x", g) + " is " +
+         fmt::format("{:.3f}x", g / bar) + " " + bar_what + "); run attngate gate again so the re-measurement confirms it";
 }
 
 std::string commit_message(const Record& r, const std::string& bar_what) {
   const double lo = *r.geomean.ci_low, hi = r.geomean.ci_high.value_or(lo);
   std::ostringstream msg;
-  msg << "candidate: attngate version " << r.version << ", geomean " << fmt("%.3fx", *r.geomean.speedup) << " (CI "
-      << fmt("%.3f", lo) << "-" << fmt("%.3f", hi) << ")\n\n"
+  msg << "candidate: attngate version " << r.version << ", geomean " << fmt::format("{:.3f}x", *r.geomean.speedup) << " (CI "
+      << fmt::format("{:.3f}", lo) << "-" << fmt::format("{:.3f}", hi) << ")\n\n"
       << "Passed the gate" << (r.target.baseline.empty() ? "" : " against " + r.target.baseline)
       << " and its CI lower bound clears " << bar_what << ".\n\n"
       << "Attngate-Version: " << r.version << "\n"
-      << "Attngate-Geomean: " << fmt("%.6g", *r.geomean.speedup) << "\n"
-      << "Attngate-CI: " << fmt("%.6g", lo) << " " << fmt("%.6g", hi) << "\n"
+      << "Attngate-Geomean: " << fmt::format("{:.6g}", *r.geomean.speedup) << "\n"
+      << "Attngate-CI: " << fmt::format("{:.6g}", lo) << " " << fmt::format("{:.6g}", hi) << "\n"
       << "Attngate-Baseline: " << (r.target.baseline.empty() ? "unknown" : r.target.baseline) << "\n"
       << "Attngate-Candidate-Sha256: " << r.candidate_sha256 << "\n"
       << "Attngate-Candidate-Tree-Sha256: " << r.candidate_tree_sha256 << "\n";
@@ -1228,7 +1224,7 @@ int cmd_commit(const Context& ctx) {
   }
   const double lo = *latest->geomean.ci_low;
   if (!(lo > best))
-    return refuse("the CI lower bound " + fmt("%.3f", lo) + " of " + version_name(*latest) + " does not clear " +
+    return refuse("the CI lower bound " + fmt::format("{:.3f}", lo) + " of " + version_name(*latest) + " does not clear " +
                   best_what);
   try {
     if (auto why = commit_folder(ctx, *latest, commit_message(*latest, best_what)); !why.empty()) return refuse(why);
@@ -1243,7 +1239,7 @@ int cmd_commit(const Context& ctx) {
   }
   auto head = run_process({"git", "-C", ctx.repo.string(), "rev-parse", "--short=12", "HEAD"});
   *ctx.out << "attngate commit: committed " << dir << " as version " << latest->version << " ("
-           << fmt("%.3fx", *latest->geomean.speedup) << ", CI low " << fmt("%.3f", lo) << ") as "
+           << fmt::format("{:.3f}x", *latest->geomean.speedup) << ", CI low " << fmt::format("{:.3f}", lo) << ") as "
            << head.out.substr(0, head.out.find('\n')) << "\n";
   return kExitPass;
 }
@@ -1299,9 +1295,9 @@ int cmd_ask(const Context& ctx, const std::string& trigger, const std::optional<
   *ctx.out << chosen->text << "\n";
   if (auto pointer = knowledge_pointer(ctx, *chosen, ""); !pointer.empty()) *ctx.out << pointer << "\n";
   if (trigger == "correctness")
-    *ctx.out << "chosen by: the failing scenarios share " << (tags.empty() ? std::string("no listed feature") : join(tags, ", "))
+    *ctx.out << "chosen by: the failing scenarios share " << (tags.empty() ? std::string("no listed feature") : fmt::format("{}", fmt::join(tags, ", ")))
              << "\n";
-  if (trigger == "done" && !tags.empty()) *ctx.out << "chosen by: reason " << join(tags, ", ") << "\n";
+  if (trigger == "done" && !tags.empty()) *ctx.out << "chosen by: reason " << fmt::format("{}", fmt::join(tags, ", ")) << "\n";
   if (trigger == "limit") {
     if (rep) {
       *ctx.out << "measured context (" << report->string() << "):\n" << limit_context_of(rep->scenarios, rep->baselines);

@@ -8,6 +8,8 @@
 #include <sstream>
 #include <stdexcept>
 
+#include <fmt/printf.h>
+
 #include "attngate/hooks/candidate_tree.hpp"
 #include "attngate/hooks/gate_result.hpp"
 #include "attngate/hooks/git.hpp"
@@ -15,7 +17,6 @@
 #include "attngate/hooks/sha256.hpp"
 #include "attngate/hooks/version_store.hpp"
 #include "attngate/scenario.hpp"
-#include "attngate/hooks/format.hpp"
 
 namespace attngate::hooks {
 namespace fs = std::filesystem;
@@ -184,12 +185,12 @@ GateReport dry_run_report(const DryRunSuite& suite, const DryRunPlan& plan) {
     reasons.push_back({"CORRECTNESS_FAILED", ids, "simulated: the candidate source says attngate-dry-run: incorrect"});
   if (lo < suite.target)
     reasons.push_back({"GEOMEAN_BELOW_TARGET", {},
-                       "simulated geomean " + fmt("%.4f", g) + ", 95% CI [" + fmt("%.4f", lo) + ", " + fmt("%.4f", hi) +
-                           "]: the lower bound does not clear the target " + fmt("%.4f", suite.target)});
+                       "simulated geomean " + fmt::format("{:.4f}", g) + ", 95% CI [" + fmt::format("{:.4f}", lo) + ", " + fmt::format("{:.4f}", hi) +
+                           "]: the lower bound does not clear the target " + fmt::format("{:.4f}", suite.target)});
   if (!below.empty())
     reasons.push_back({"SCENARIO_BELOW_FLOOR", below,
-                       below.front() + ": simulated speedup " + fmt("%.4f", planned_speedup(plan, below.front())) +
-                           " < floor " + fmt("%.4f", suite.floor)});
+                       below.front() + ": simulated speedup " + fmt::format("{:.4f}", planned_speedup(plan, below.front())) +
+                           " < floor " + fmt::format("{:.4f}", suite.floor)});
   r.verdict = reasons.empty() ? "pass" : "fail";
   r.suite = "gate";
   r.target.geomean = suite.target;

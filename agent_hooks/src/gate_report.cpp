@@ -1,4 +1,7 @@
 #include "attngate/hooks/reason_codes.hpp"
+#include <fmt/format.h>
+#include <fmt/printf.h>
+
 #include "attngate/hooks/gate_report.hpp"
 
 #include <unistd.h>
@@ -23,7 +26,6 @@
 #include "attngate/hooks/sha256.hpp"
 #include "attngate/scenario.hpp"
 #include "attngate/verify/result_document.hpp"
-#include "attngate/hooks/format.hpp"
 #include "attngate/verify/schema_check.hpp"
 
 namespace attngate::hooks {
@@ -33,12 +35,6 @@ using nlohmann::json;
 namespace {
 
 using verify::kVerifyResultSchema;
-
-std::string join(const std::vector<std::string>& v, const std::string& sep) {
-  std::string out;
-  for (const auto& s : v) out += (out.empty() ? "" : sep) + s;
-  return out;
-}
 
 // A build hash as the worker's build writes it: 64 lowercase hex digits. Anything else (empty, a
 // NUL in front, another length) names no build.
@@ -252,14 +248,14 @@ Mismatch clock_mismatch(const json& cand, const json& base, const char* clock, c
   if (auto bk = num(base, "kernel_ms"), bx = num(base, clock); bk && bx && *bk > 0) base_excess = *bx - *bk;
   const double allowed = std::max(kMismatchExcessShare * *ck, kMismatchExcessMinMs);
   if (ratio > kMismatchRatio && excess - base_excess > allowed)
-    return {true, std::string(clock_name) + " " + fmt("%.4f", *cx) + " ms is " + fmt("%.2f", ratio) +
-                      "x the CUPTI kernel time " + fmt("%.4f", *ck) + " ms; its excess " + fmt("%.4f", excess) +
-                      " ms exceeds the baseline's " + fmt("%.4f", base_excess) + " ms by more than " +
-                      fmt("%.4f", allowed) + " ms"};
+    return {true, std::string(clock_name) + " " + fmt::format("{:.4f}", *cx) + " ms is " + fmt::format("{:.2f}", ratio) +
+                      "x the CUPTI kernel time " + fmt::format("{:.4f}", *ck) + " ms; its excess " + fmt::format("{:.4f}", excess) +
+                      " ms exceeds the baseline's " + fmt::format("{:.4f}", base_excess) + " ms by more than " +
+                      fmt::format("{:.4f}", allowed) + " ms"};
   return {};
 }
 
-std::string opt_fmt(const char* f, const std::optional<double>& v) { return v ? fmt(f, *v) : std::string("n/a"); }
+std::string opt_fmt(const char* f, const std::optional<double>& v) { return v ? fmt::sprintf(f, *v) : std::string("n/a"); }
 
 // The gate's policy (README: "Setting targets"): the suite's settings or the defaults, each
 // recorded in report.json's `policy` with its source.
@@ -338,17 +334,17 @@ void judge_clock_disagreements(const json& c, const json& b, double tol, std::ve
              eb = num(b, "event_ms");
   if (wc && ec && wb && eb && std::abs((*wc - *ec) - (*wb - *eb)) > tol)
     out.push_back("(e) the worker's events vs the judge's clock: worker event time minus judge time is " +
-                  fmt("%+.4f", *wc - *ec) + " ms for the candidate, " + fmt("%+.4f", *wb - *eb) +
-                  " ms for the baseline; they differ by more than " + fmt("%.4f", tol) + " ms");
+                  fmt::format("{:+.4f}", *wc - *ec) + " ms for the candidate, " + fmt::format("{:+.4f}", *wb - *eb) +
+                  " ms for the baseline; they differ by more than " + fmt::format("{:.4f}", tol) + " ms");
   const auto pc = num(c, "pre_ms"), pb = num(b, "pre_ms");
   if (pc && pb && std::abs(*pc - *pb) > tol)
-    out.push_back("(f) the judge's work before its clock starts took " + fmt("%.4f", *pc) + " ms for the candidate, " +
-                  fmt("%.4f", *pb) + " ms for the baseline (tolerance " + fmt("%.4f", tol) +
+    out.push_back("(f) the judge's work before its clock starts took " + fmt::format("{:.4f}", *pc) + " ms for the candidate, " +
+                  fmt::format("{:.4f}", *pb) + " ms for the baseline (tolerance " + fmt::format("{:.4f}", tol) +
                   " ms): GPU work of another context ran in that window, outside the clock");
   const auto gc = num(c, "hold_gap_max_us"), gb = num(b, "hold_gap_max_us");
   if (gc && gb && *gc > *gb + 1e3 * tol)
-    out.push_back("(g) the judge's hold kernel was kept off the GPU for " + fmt("%.1f", *gc) + " us during a call of "
-                  "the candidate's (the baseline's longest: " + fmt("%.1f", *gb) + " us): another context ran while the "
+    out.push_back("(g) the judge's hold kernel was kept off the GPU for " + fmt::format("{:.1f}", *gc) + " us during a call of "
+                  "the candidate's (the baseline's longest: " + fmt::format("{:.1f}", *gb) + " us): another context ran while the "
                   "judge held its stream, before the clock started");
 }
 
@@ -363,7 +359,7 @@ std::string forbidden_symbols(const bench::ComparisonDocument& P) {
   if (found.empty()) return "";
   std::vector<std::string> first(found.begin(), std::next(found.begin(), long(std::min<size_t>(found.size(), 4))));
   return std::to_string(found.size()) + " symbol(s) defined by a worker's kernel library that a library the worker "
-         "links or its own code also defines (kernels/worker/cmake/symbols.cmake): " + join(first, "; ") +
+         "links or its own code also defines (kernels/worker/cmake/symbols.cmake): " + fmt::format("{}", fmt::join(first, "; ")) +
          (found.size() > first.size() ? "; ..." : "");
 }
 
@@ -374,7 +370,7 @@ std::string sandbox_gaps(const bench::SandboxRecord& s) {
   std::vector<std::string> missing;
   for (const auto& m : s.mechanisms)
     if (!m.available) missing.push_back(m.name + " (" + m.detail + ")");
-  return join(missing, ", ");
+  return fmt::format("{}", fmt::join(missing, ", "));
 }
 
 // BASELINE_DISTURBED: "" when the baseline's figures show nothing else ran on the GPU while it was
@@ -388,9 +384,9 @@ std::string baseline_disturbance(const json& b, const Policy& p) {
   std::vector<std::string> what;
   if (!seen || std::abs(*seen - *solo) > p.baseline_disturbed_us)
     what.push_back("its round trip to the judge was " + opt_fmt("%.1f", seen) + " us in this scenario against " +
-                   fmt("%.1f", *solo) + " us measured alone (tolerance " + fmt("%.1f", p.baseline_disturbed_us) + " us)");
+                   fmt::format("{:.1f}", *solo) + " us measured alone (tolerance " + fmt::format("{:.1f}", p.baseline_disturbed_us) + " us)");
   if (gap && *gap > p.baseline_disturbed_us + 50)
-    what.push_back("the judge's hold kernel was kept off the GPU for " + fmt("%.1f", *gap) + " us during its calls");
+    what.push_back("the judge's hold kernel was kept off the GPU for " + fmt::format("{:.1f}", *gap) + " us during its calls");
   if (p.baseline_alone_tolerance > 0) {
     const auto alone = num(b, "alone_event_ms"), seen_ms = num(b, "event_ms");
     if (!alone || *alone <= 0)
@@ -398,10 +394,10 @@ std::string baseline_disturbance(const json& b, const Policy& p) {
     else if (!seen_ms ||
              std::abs(*seen_ms - *alone) > p.baseline_alone_tolerance * *alone + 1e-3 * p.baseline_alone_slack_us)
       what.push_back("its median time was " + opt_fmt("%.4f", seen_ms) + " ms beside the candidate against " +
-                     fmt("%.4f", *alone) + " ms alone (tolerance " + fmt("%.1f", 100 * p.baseline_alone_tolerance) +
-                     " % + " + fmt("%.1f", p.baseline_alone_slack_us) + " us)");
+                     fmt::format("{:.4f}", *alone) + " ms alone (tolerance " + fmt::format("{:.1f}", 100 * p.baseline_alone_tolerance) +
+                     " % + " + fmt::format("{:.1f}", p.baseline_alone_slack_us) + " us)");
   }
-  return what.empty() ? "" : "the baseline was disturbed while it was timed: " + join(what, "; ") +
+  return what.empty() ? "" : "the baseline was disturbed while it was timed: " + fmt::format("{}", fmt::join(what, "; ")) +
                                  " (another context ran on the GPU)";
 }
 
@@ -435,14 +431,14 @@ std::vector<std::string> clock_disagreements(const json& c, const json& b, const
     const auto xc = num(c, x), xb = num(b, x), rc = num(c, ref), rb = num(b, ref);
     if (!xb || *xb <= 0 || !rb) return;
     if (!xc || *xc <= 0 || !rc) {
-      out.push_back(label + ": the candidate has no " + x_name + " (" + x + "), the baseline " + fmt("%.4f", *xb) + " ms");
+      out.push_back(label + ": the candidate has no " + x_name + " (" + x + "), the baseline " + fmt::format("{:.4f}", *xb) + " ms");
       return;
     }
     const double dc = *xc - *rc, db = *xb - *rb;
     if (std::abs(dc - db) > tol)
-      out.push_back(label + ": " + x_name + " minus " + ref_name + " is " + fmt("%+.4f", dc) + " ms for the candidate, " +
-                    fmt("%+.4f", db) + " ms for the baseline; they differ by " + fmt("%.4f", std::abs(dc - db)) +
-                    " ms > tolerance " + fmt("%.4f", tol) + " ms");
+      out.push_back(label + ": " + x_name + " minus " + ref_name + " is " + fmt::format("{:+.4f}", dc) + " ms for the candidate, " +
+                    fmt::format("{:+.4f}", db) + " ms for the baseline; they differ by " + fmt::format("{:.4f}", std::abs(dc - db)) +
+                    " ms > tolerance " + fmt::format("{:.4f}", tol) + " ms");
   };
   compare("(a) wall vs event", "wall_ms", "event_ms", "wall time", "event time", wall_tol);
   // Traced calls' wall time carries the worker's CUPTI flush (about 1.7 ms, varying by 0.5 ms), so
@@ -456,8 +452,8 @@ std::vector<std::string> clock_disagreements(const json& c, const json& b, const
       out.push_back("(c) CUPTI vs events: the candidate has no cupti_minus_traced_event_us");
     else if (std::abs(*dc - *db) * 1e-3 > tol)
       out.push_back("(c) CUPTI vs events: CUPTI kernel time minus the event time of the same traced calls is " +
-                    fmt("%+.1f", *dc) + " us for the candidate, " + fmt("%+.1f", *db) + " us for the baseline; they " +
-                    "differ by " + fmt("%.4f", std::abs(*dc - *db) * 1e-3) + " ms > tolerance " + fmt("%.4f", tol) + " ms");
+                    fmt::format("{:+.1f}", *dc) + " us for the candidate, " + fmt::format("{:+.1f}", *db) + " us for the baseline; they " +
+                    "differ by " + fmt::format("{:.4f}", std::abs(*dc - *db) * 1e-3) + " ms > tolerance " + fmt::format("{:.4f}", tol) + " ms");
   }
   if (auto fc = num(c, "fresh_calls"), fb = num(b, "fresh_calls"); fc && fb && *fc > 0 && *fb > 0) {
     compare("(d) fresh inputs vs the rest", "fresh_event_ms", "event_ms", "event time on fresh inputs", "event time", tol);
@@ -487,13 +483,13 @@ Plausibility plausibility(const bench::ComparisonDocument& P, const bench::Compa
   if (!bytes || *bytes <= 0) missing.push_back("min_bytes");
   if (!ec) missing.push_back("the candidate's event_ms");
   if (!missing.empty())
-    return {true, "cannot be judged: the comparison has no " + join(missing, ", ") +
+    return {true, "cannot be judged: the comparison has no " + fmt::format("{}", fmt::join(missing, ", ")) +
                       "; the gate does not pass a time it cannot bound", std::nullopt};
   const double compute_ms = 1e3 * *flops / (*peak * 1e12), memory_ms = 1e3 * *bytes / (*hbm * 1e12);
   const double floor_ms = std::max(compute_ms, memory_ms);
   std::vector<std::string> below;
   auto claim = [&](const std::string& what, double ms) {
-    if (ms < floor_ms) below.push_back(what + " " + fmt("%.4f", ms) + " ms");
+    if (ms < floor_ms) below.push_back(what + " " + fmt::format("{:.4f}", ms) + " ms");
   };
   claim("event time", *ec);
   if (auto v = num(c, "span_ms"); v && *v > 0) claim("CUPTI span", *v);
@@ -501,14 +497,14 @@ Plausibility plausibility(const bench::ComparisonDocument& P, const bench::Compa
   // The judge's wall clock less the baseline's round trip, given the round trip's noise (wall_slack_ms):
   // on a tiny shape the difference alone can be below zero for an honest kernel.
   if (auto wc = num(c, "wall_ms"), wb = num(b, "wall_ms"), eb = num(b, "event_ms"); wc && wb && eb)
-    claim("wall time less the baseline's overhead (" + fmt("%.4f", *wb - *eb) + " ms) plus the wall slack (" +
-              fmt("%.2f", wall_slack_ms) + " ms)",
+    claim("wall time less the baseline's overhead (" + fmt::format("{:.4f}", *wb - *eb) + " ms) plus the wall slack (" +
+              fmt::format("{:.2f}", wall_slack_ms) + " ms)",
           *wc - (*wb - *eb) + wall_slack_ms);
   if (below.empty()) return {false, "", floor_ms};
-  return {true, "the candidate claims " + join(below, ", ") + ": below " + fmt("%.4f", floor_ms) +
-                    " ms, which no call can beat (" + fmt("%.4g", *flops) + " FLOP at the dense peak " +
-                    fmt("%.1f", *peak) + " TFLOPS take " + fmt("%.4f", compute_ms) + " ms; " + fmt("%.4g", *bytes) +
-                    " bytes at " + fmt("%.2f", *hbm) + " TB/s take " + fmt("%.4f", memory_ms) + " ms)",
+  return {true, "the candidate claims " + fmt::format("{}", fmt::join(below, ", ")) + ": below " + fmt::format("{:.4f}", floor_ms) +
+                    " ms, which no call can beat (" + fmt::format("{:.4g}", *flops) + " FLOP at the dense peak " +
+                    fmt::format("{:.1f}", *peak) + " TFLOPS take " + fmt::format("{:.4f}", compute_ms) + " ms; " + fmt::format("{:.4g}", *bytes) +
+                    " bytes at " + fmt::format("{:.2f}", *hbm) + " TB/s take " + fmt::format("{:.4f}", memory_ms) + " ms)",
           floor_ms};
 }
 
@@ -537,7 +533,7 @@ std::string best_baseline_cell(const json& s) {
   const json& b = s.value("best_baseline", json());
   if (!b.is_object()) return "n/a";
   return str(b, "library") + " " + opt_fmt("%.1f", num(b, "tflops")) + " (" +
-         (num(s, "fraction_of_best") ? fmt("%.0f%%", 100 * *num(s, "fraction_of_best")) : std::string("n/a")) + ")";
+         (num(s, "fraction_of_best") ? fmt::format("{:.0f}%", 100 * *num(s, "fraction_of_best")) : std::string("n/a")) + ")";
 }
 
 // Adds each scenario's best measured baseline (bench/baselines/<gpu>.json) and the candidate's
@@ -580,7 +576,7 @@ std::string judge_clock_line(const json& scenarios) {
   }
   if (!worst) return "";
   return "- the judge's clock: a round trip of " + opt_fmt("%.1f", handoff) + " us subtracted from every call (alone: " +
-         opt_fmt("%.1f", solo) + " us); its resolution at most " + fmt("%.3f", *worst) + " % of a call (" + where + ")\n";
+         opt_fmt("%.1f", solo) + " us); its resolution at most " + fmt::format("{:.3f}", *worst) + " % of a call (" + where + ")\n";
 }
 
 std::string markdown(const json& r, const Reasons& reasons) {
@@ -604,7 +600,7 @@ std::string markdown(const json& r, const Reasons& reasons) {
     std::vector<std::string> names;
     for (const auto& n : c.value("suites", json::array())) names.push_back(n.get<std::string>());
     md << "- correctness: " << c.value("passed", 0) << " of " << c.value("scenarios", 0) << " scenarios correct over the suites "
-       << join(names, ", ") << " (the gate suite is also timed)\n";
+       << fmt::format("{}", fmt::join(names, ", ")) << " (the gate suite is also timed)\n";
   }
   const json& pol = r.contains("policy") ? r["policy"] : json::object();
   md << "- policy: the candidate runs in a worker process; its clocks agree with the baseline's within "
@@ -618,7 +614,7 @@ std::string markdown(const json& r, const Reasons& reasons) {
   if (reasons.empty()) md << "None: every check passed.\n";
   for (const auto& reason : reasons.done()) {
     md << "- **" << reason.code << "**";
-    if (!reason.scenarios.empty()) md << " [" << join(reason.scenarios, ", ") << "]";
+    if (!reason.scenarios.empty()) md << " [" << fmt::format("{}", fmt::join(reason.scenarios, ", ")) << "]";
     if (!reason.detail.empty()) md << ": " << reason.detail;
     md << "\n";
   }
@@ -640,7 +636,7 @@ std::string markdown(const json& r, const Reasons& reasons) {
        << opt_fmt("%.4f", num(s, "ci_high")) << "] | " << pair_ms(c, b, "event_ms") << " | "
        << pair_ms(c, b, "kernel_ms") << " | " << pair_ms(c, b, "wall_ms") << " | " << opt_fmt("%.1f", num(s, "tflops"))
        << " (" << opt_fmt("%.1f%%", num(s, "percent_of_peak")) << ") | " << best_baseline_cell(s) << " | "
-       << (flags.empty() ? "" : join(flags, ", ")) << " |\n";
+       << (flags.empty() ? "" : fmt::format("{}", fmt::join(flags, ", "))) << " |\n";
   }
 
   const json& p = r["provenance"];
@@ -671,7 +667,7 @@ std::string markdown(const json& r, const Reasons& reasons) {
   md << "- harness: ";
   if (!h.value("verified", false)) md << "not verified: " << str(h, "why");
   else if (h["modified"].empty()) md << "identical to the commit";
-  else md << "**modified**: " << join(h["modified"].get<std::vector<std::string>>(), ", ");
+  else md << "**modified**: " << fmt::format("{}", fmt::join(h["modified"].get<std::vector<std::string>>(), ", "));
   md << " (" << h["sha256"].size() << " files hashed, in report.json)\n";
   if (auto seed = str(p, "base_seed"); !seed.empty())
     md << "- verify base seed: " << seed << " (replay with `ATTNGATE_SEED=" << seed << "`)\n";
@@ -825,11 +821,11 @@ class Freshness {
       return {"TEST_CRASHED", what + ": " + test + " did not run in this ctest run, or died before writing it" + stale_note};
     const LoggedTest& l = it->second;
     if (timeout_s > 0 && l.time_s >= 0.99 * timeout_s)
-      return {"TEST_TIMEOUT", what + ": " + test + " ran " + fmt("%.0f", l.time_s) + " s, its timeout is " +
-                                  fmt("%.0f", timeout_s) + " s"};
+      return {"TEST_TIMEOUT", what + ": " + test + " ran " + fmt::format("{:.0f}", l.time_s) + " s, its timeout is " +
+                                  fmt::format("{:.0f}", timeout_s) + " s"};
     if (l.last_output.find("SKIPPED") != std::string::npos)
       return {"TEST_CRASHED", what + ": " + test + " was skipped: " + l.last_output.substr(0, 300)};
-    std::string d = what + ": " + test + " ended after " + fmt("%.1f", std::max(l.time_s, 0.0)) + " s without writing it";
+    std::string d = what + ": " + test + " ended after " + fmt::format("{:.1f}", std::max(l.time_s, 0.0)) + " s without writing it";
     if (!l.last_output.empty()) d += "; its last output: " + l.last_output.substr(0, 300);
     return {"TEST_CRASHED", d};
   }
@@ -863,9 +859,8 @@ std::optional<bench::ComparisonDocument> load_comparison(const ReportInputs& in,
     reasons.add("NO_PERF", "", perr);
   } else if (auto problems = comparison_problems(in.repo, *perf_json); !problems.empty()) {
     reasons.add("NO_PERF", "", in.perf.string() + " is not an attngate.comparison/1 document (" + kComparisonSchemaFile +
-                                   "): " + join(std::vector<std::string>(problems.begin(),
-                                                                         problems.begin() + std::min<size_t>(problems.size(), 3)),
-                                                "; "));
+                                   "): " + fmt::format("{}", fmt::join(std::vector<std::string>(problems.begin(),
+                                                                         problems.begin() + std::min<size_t>(problems.size(), 3)), "; ")));
   } else if (!(perf = parse_comparison(*perf_json, &perr))) {
     reasons.add("NO_PERF", "", in.perf.string() + ": " + perr);
   } else if (perf->kernel != kernel || perf->base != baseline) {
@@ -883,8 +878,8 @@ std::string foreign_kernels(const json& t, const std::string& role, const std::s
   const double count = std::max(double(names.size()), num(t, "foreign_kernels").value_or(0));
   if (count <= 0) return "";
   std::vector<std::string> first(names.begin(), names.begin() + std::min<std::size_t>(names.size(), 3));
-  return role + " '" + name + "' launched " + fmt("%.0f", count) + " kernel(s) its worker's build-time inventory lacks" +
-         (first.empty() ? std::string() : ": " + join(first, ", ")) + (names.size() > first.size() ? ", ..." : "") +
+  return role + " '" + name + "' launched " + fmt::format("{:.0f}", count) + " kernel(s) its worker's build-time inventory lacks" +
+         (first.empty() ? std::string() : ": " + fmt::format("{}", fmt::join(first, ", "))) + (names.size() > first.size() ? ", ..." : "") +
          " (settings." + key + ": fail)";
 }
 
@@ -915,13 +910,13 @@ void judge_timed_row(ScenarioResult& row, const bench::ComparisonDocument& P, co
     if (failure) reasons.add(code, id, id + ": " + detail);
   };
   if (auto sp = ps.speedup; sp && *sp < floor)
-    flag("SCENARIO_BELOW_FLOOR", "speedup " + fmt("%.4f", *sp) + " < floor " + fmt("%.4f", floor));
+    flag("SCENARIO_BELOW_FLOOR", "speedup " + fmt::format("{:.4f}", *sp) + " < floor " + fmt::format("{:.4f}", floor));
   const auto foreign = num(cand, "foreign_stream_kernels").value_or(0);
   const auto streams = num(cand, "streams").value_or(0);
   if (foreign > 0 || streams > 1)
-    flag("SIDE_STREAM_WORK", fmt("%.0f", foreign) + " kernel(s) over the traced calls ran on a stream other than "
-                             "the harness stream; " + fmt("%.0f", streams) + " stream(s) used (baseline: " +
-                             fmt("%.0f", num(base, "foreign_stream_kernels").value_or(0)) + " such kernels)");
+    flag("SIDE_STREAM_WORK", fmt::format("{:.0f}", foreign) + " kernel(s) over the traced calls ran on a stream other than "
+                             "the harness stream; " + fmt::format("{:.0f}", streams) + " stream(s) used (baseline: " +
+                             fmt::format("{:.0f}", num(base, "foreign_stream_kernels").value_or(0)) + " such kernels)");
   if (cand["kernel_count_changed"].get<bool>())
     flag("KERNEL_COUNT_CHANGED", "kernels per call varied from " + cand["kernel_count_min"].dump() + " to " +
                                      cand["kernel_count_max"].dump() + " between traced calls (baseline: " +
@@ -944,13 +939,13 @@ void judge_timed_row(ScenarioResult& row, const bench::ComparisonDocument& P, co
   // library control's copies and memsets are the library's (cuDNN makes one memset a call).
   const bool library_control = policy.library_controls.count(kernel) > 0;
   if (!library_control && num(cand, "memcpy_per_call").value_or(0) > 0)
-    flag("MEMCPY_IN_CALL", fmt("%.2f", num(cand, "memcpy_per_call").value_or(0)) +
+    flag("MEMCPY_IN_CALL", fmt::format("{:.2f}", num(cand, "memcpy_per_call").value_or(0)) +
                                " memcpy per traced call of the candidate (baseline: " +
-                               fmt("%.2f", num(base, "memcpy_per_call").value_or(0)) + ")");
+                               fmt::format("{:.2f}", num(base, "memcpy_per_call").value_or(0)) + ")");
   if (!library_control && num(cand, "memset_per_call").value_or(0) > 0)
-    flag("MEMSET_IN_CALL", fmt("%.2f", num(cand, "memset_per_call").value_or(0)) +
+    flag("MEMSET_IN_CALL", fmt::format("{:.2f}", num(cand, "memset_per_call").value_or(0)) +
                                " memset per traced call of the candidate (baseline: " +
-                               fmt("%.2f", num(base, "memset_per_call").value_or(0)) + ")");
+                               fmt::format("{:.2f}", num(base, "memset_per_call").value_or(0)) + ")");
 
   // The GPU to itself: another process's work perturbs every clock of both kernels.
   if (auto seen = ps.gpu_processes; seen && *seen > ps.gpu_processes_expected)
@@ -965,7 +960,7 @@ void judge_timed_row(ScenarioResult& row, const bench::ComparisonDocument& P, co
                              " (isolated=" + opt_fmt("%.0f", num(cand, "isolated")) +
                              "); the gate requires it to run in a worker process apart from the judge");
   // Every clock agrees with the others as the baseline's do.
-  if (auto d = clock_disagreements(cand, base, policy); !d.empty()) flag("CLOCK_DISAGREE", join(d, "; "));
+  if (auto d = clock_disagreements(cand, base, policy); !d.empty()) flag("CLOCK_DISAGREE", fmt::format("{}", fmt::join(d, "; ")));
   // The baseline ran undisturbed: its round trip to the judge in this scenario is the one
   // measured before the candidate's worker existed, and no other context kept the judge's hold
   // kernel off the GPU during its calls (a GPU hog elsewhere slows every clock of the baseline).
@@ -1044,9 +1039,9 @@ TimingTally judge_timing(const ReportInputs& in, const bench::ComparisonDocument
       reasons.add("GEOMEAN_BELOW_TARGET", "", "the comparison has no confidence interval of the t.geomean");
     else if (*lo < geomean_target)
       reasons.add("GEOMEAN_BELOW_TARGET", "",
-                  "t.geomean " + opt_fmt("%.4f", t.geomean.speedup) + ", 95% CI [" + fmt("%.4f", *lo) + ", " +
-                      opt_fmt("%.4f", t.geomean.ci_high) + "]: the lower bound " + fmt("%.4f", *lo) +
-                      " does not clear the target " + fmt("%.4f", geomean_target));
+                  "t.geomean " + opt_fmt("%.4f", t.geomean.speedup) + ", 95% CI [" + fmt::format("{:.4f}", *lo) + ", " +
+                      opt_fmt("%.4f", t.geomean.ci_high) + "]: the lower bound " + fmt::format("{:.4f}", *lo) +
+                      " does not clear the target " + fmt::format("{:.4f}", geomean_target));
   }
   if (const std::string found = forbidden_symbols(P); !found.empty()) reasons.add("FORBIDDEN_SYMBOL", "", found);
   if (const std::string missing = sandbox_gaps(P.sandbox); !missing.empty() && policy.sandbox_fail)
@@ -1172,7 +1167,7 @@ void judge_candidate_tree(const ReportInputs& in, const std::string& kernel, con
     const std::vector<std::string> trees(built_trees.begin(), built_trees.end());
     reasons.add("CANDIDATE_CHANGED", "", in.perf.filename().string() + "'s scenarios were measured with " +
                                              std::to_string(trees.size()) + " different builds of " + tree_rel +
-                                             " (kernel_tree_sha256 " + join(trees, ", ") + ")");
+                                             " (kernel_tree_sha256 " + fmt::format("{}", fmt::join(trees, ", ")) + ")");
   } else if (built_trees.size() == 1 && tree_now.empty()) {
     reasons.add("CANDIDATE_CHANGED", "", "the worker was built from " + tree_rel + " tree " + *built_trees.begin() +
                                              ", but the folder cannot be hashed now: " + tree_error);
@@ -1185,7 +1180,7 @@ void judge_candidate_tree(const ReportInputs& in, const std::string& kernel, con
   if (tally.verified_trees.size() > 1 ||
       (tally.verified_trees.size() == 1 && built_trees.size() == 1 && *tally.verified_trees.begin() != *built_trees.begin())) {
     const std::vector<std::string> trees(tally.verified_trees.begin(), tally.verified_trees.end());
-    reasons.add("CANDIDATE_CHANGED", "", "verification judged build(s) " + join(trees, ", ") + " of " + tree_rel +
+    reasons.add("CANDIDATE_CHANGED", "", "verification judged build(s) " + fmt::format("{}", fmt::join(trees, ", ")) + " of " + tree_rel +
                                              (built_trees.size() == 1 ? ", the timing build " + *built_trees.begin() : "") +
                                              ": the candidate was rebuilt between the gate's tests");
   }
@@ -1218,7 +1213,7 @@ HarnessRecord judge_harness(const ReportInputs& in, const std::string& kernel, c
   } else if (!h.modified.empty()) {
     std::vector<std::string> first(h.modified.begin(), h.modified.begin() + std::min<std::size_t>(h.modified.size(), 8));
     reasons.add("HARNESS_MODIFIED", "", std::to_string(h.modified.size()) + " harness file(s) differ from commit " +
-                                            commit.substr(0, 12) + ": " + join(first, ", ") +
+                                            commit.substr(0, 12) + ": " + fmt::format("{}", fmt::join(first, ", ")) +
                                             (h.modified.size() > first.size() ? ", ..." : ""));
   }
   return {h.verified, h.why, h.modified, excluded, harness_roots(), h.sha256};

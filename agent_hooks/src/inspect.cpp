@@ -5,26 +5,26 @@
 #include <set>
 
 #include "attngate/hooks/commands.hpp"
+#include <fmt/format.h>
+#include <fmt/printf.h>
+
 #include "attngate/hooks/version_store.hpp"
-#include "attngate/hooks/format.hpp"
 
 namespace attngate::hooks {
 namespace {
 
 using nlohmann::json;
 
-std::string fx(const std::optional<double>& v) { return v ? fmt("%.3fx", *v) : std::string("-"); }
+std::string fx(const std::optional<double>& v) { return v ? fmt::format("{:.3f}x", *v) : std::string("-"); }
 
 json opt(const std::optional<double>& v) { return v ? json(*v) : json(nullptr); }
 
-std::string join(const std::vector<std::string>& v) {
-  std::string out;
-  for (const auto& s : v) out += (out.empty() ? "" : ", ") + s;
-  return out.empty() ? "none" : out;
+std::string names_or_none(const std::vector<std::string>& v) {
+  return v.empty() ? "none" : fmt::format("{}", fmt::join(v, ", "));
 }
 
 std::string ci_text(const std::optional<double>& lo, const std::optional<double>& hi) {
-  return lo && hi ? "[" + fmt("%.3f", *lo) + ", " + fmt("%.3f", *hi) + "]" : "-";
+  return lo && hi ? "[" + fmt::format("{:.3f}", *lo) + ", " + fmt::format("{:.3f}", *hi) + "]" : "-";
 }
 
 // The evaluation `version` of the lineage (and the lineage, for the asks); "" or why not.
@@ -72,8 +72,8 @@ void print_scenarios(std::ostream& os, const Record& r) {
   for (const auto& s : r.scenarios) {
     const auto& b = s.best_baseline;
     std::string best = !b ? std::string("-")
-                          : b->library + " " + (b->tflops ? fmt("%.1f", *b->tflops) : "?") +
-                                (s.fraction_of_best ? " (" + fmt("%.0f%%", 100 * *s.fraction_of_best) + ")" : "");
+                          : b->library + " " + (b->tflops ? fmt::format("{:.1f}", *b->tflops) : "?") +
+                                (s.fraction_of_best ? " (" + fmt::format("{:.0f}%", 100 * *s.fraction_of_best) + ")" : "");
     std::snprintf(line, sizeof line, "  %-40s  %-8s  %-16s  %-7s  %s\n", s.id.c_str(), fx(s.speedup).c_str(),
                   ci_text(s.ci_low, s.ci_high).c_str(), !s.correct ? "-" : *s.correct ? "yes" : "NO", best.c_str());
     os << line;
@@ -161,7 +161,7 @@ json diff_json(const Context& ctx, const Record& a, const Record& b) {
           {"source", {{"available", d.available}, {"from_a", d.from_a}, {"from_b", d.from_b}, {"diff", d.text}, {"why", d.why}}}};
 }
 
-std::string num_or_dash(const json& v, const char* f) { return v.is_number() ? fmt(f, v.get<double>()) : "-"; }
+std::string num_or_dash(const json& v, const char* f) { return v.is_number() ? fmt::sprintf(f, v.get<double>()) : "-"; }
 
 void print_diff(std::ostream& os, const json& d) {
   const std::string va = "version " + d["a"].dump(), vb = "version " + d["b"].dump();
@@ -183,8 +183,8 @@ void print_diff(std::ostream& os, const json& d) {
     os << line;
   }
   for (const char* what : {"reasons", "signals"}) {
-    os << "  " << what << " only in " << va << ": " << join(d[what]["only_a"].get<std::vector<std::string>>()) << "\n";
-    os << "  " << what << " only in " << vb << ": " << join(d[what]["only_b"].get<std::vector<std::string>>()) << "\n";
+    os << "  " << what << " only in " << va << ": " << names_or_none(d[what]["only_a"].get<std::vector<std::string>>()) << "\n";
+    os << "  " << what << " only in " << vb << ": " << names_or_none(d[what]["only_b"].get<std::vector<std::string>>()) << "\n";
   }
   const json& src = d["source"];
   if (!src["available"].get<bool>())

@@ -1,5 +1,6 @@
 #include "attngate/hooks/redirect.hpp"
-#include "attngate/hooks/format.hpp"
+#include <fmt/printf.h>
+
 
 #include <algorithm>
 #include <cctype>
@@ -44,7 +45,7 @@ std::optional<ScenarioGroup> group_from(const std::vector<std::string>& tokens, 
 
 std::string version_line(const Record& r) {
   std::string line = "v" + std::to_string(r.version) + " " + r.verdict + " " +
-                     (r.geomean.speedup ? fmt("%.3fx", *r.geomean.speedup) : std::string("-"));
+                     (r.geomean.speedup ? fmt::format("{:.3f}x", *r.geomean.speedup) : std::string("-"));
   return r.note.empty() ? line : line + " \"" + r.note + "\"";
 }
 
@@ -57,10 +58,10 @@ std::string groups_moved(const Record& prev, const Record& cur, const Supervisor
   for (const auto& [g, after] : b) {
     auto it = a.find(g);
     if (it == a.end() || !(it->second > 0) || std::abs(after / it->second - 1) <= cfg.redirect.group_move) continue;
-    moved.push_back(g.name() + " " + fmt("%.3fx", it->second) + " -> " + fmt("%.3fx", after) + " (" +
-                    fmt("%+.1f%%", 100 * (after / it->second - 1)) + ")");
+    moved.push_back(g.name() + " " + fmt::format("{:.3f}x", it->second) + " -> " + fmt::format("{:.3f}x", after) + " (" +
+                    fmt::format("{:+.1f}%", 100 * (after / it->second - 1)) + ")");
   }
-  if (moved.empty()) return "no scenario group moved by more than " + fmt("%.1f%%", 100 * cfg.redirect.group_move) + " " + span;
+  if (moved.empty()) return "no scenario group moved by more than " + fmt::format("{:.1f}%", 100 * cfg.redirect.group_move) + " " + span;
   std::string out = "groups that moved " + span + ": ";
   for (std::size_t i = 0; i < moved.size(); ++i) out += (i ? "; " : "") + moved[i];
   return out;
@@ -92,14 +93,14 @@ std::string restart_detail(int run, const std::vector<Record>& all, const Restor
   std::string out = std::to_string(run) + " stall signals in a row: ";
   if (!best) return out + "no scored version to restart from yet (git checkout HEAD restores the committed candidate)";
   out += "restart from the best version " + std::to_string(best->version) + " (geomean " +
-         fmt("%.3fx", *best->geomean.speedup) + "; " + restore_text(*best, all.back(), restore) + ")";
+         fmt::format("{:.3f}x", *best->geomean.speedup) + "; " + restore_text(*best, all.back(), restore) + ")";
   std::set<int> named = {best->version};
   for (const auto& e : elites(all)) {
     if (named.count(e.version) || named.size() > 3) continue;
     named.insert(e.version);
     auto it = std::find_if(all.begin(), all.end(), [&](const Record& r) { return r.version == e.version; });
     out += "\n      or from the elite version " + std::to_string(e.version) + ", best on " + e.group.name() + " (" +
-           fmt("%.3fx", e.group_geomean) + "; " + restore_text(*it, all.back(), restore) + ")";
+           fmt::format("{:.3f}x", e.group_geomean) + "; " + restore_text(*it, all.back(), restore) + ")";
   }
   return out;
 }

@@ -1,6 +1,7 @@
 #include "attngate/hooks/supervisor.hpp"
+#include <fmt/printf.h>
+
 #include "attngate/hooks/yaml_file.hpp"
-#include "attngate/hooks/format.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -28,7 +29,7 @@ void read_value(const YAML::Node& n, T& out, const std::filesystem::path& file, 
   }
 }
 
-std::string fx(double v) { return fmt("%.3fx", v); }
+std::string fx(double v) { return fmt::format("{:.3f}x", v); }
 
 // Codes after which the measured speedups do not describe a correct, honestly timed kernel.
 bool invalidates_measurement(const std::string& code) {
@@ -142,7 +143,7 @@ std::vector<Signal> compute_signals(const std::vector<Record>& earlier, const Re
       auto t0 = parse_iso8601(anchor->time), t1 = parse_iso8601(cur.time);
       if (t0 && t1 && since > 0 && static_cast<double>(*t1 - *t0) >= cfg.stall.minutes * 60)
         add("stall", "no_new_best_time",
-            "no new best geomean for " + fmt("%.0f", static_cast<double>(*t1 - *t0) / 60) + " minutes (since version " +
+            "no new best geomean for " + fmt::format("{:.0f}", static_cast<double>(*t1 - *t0) / 60) + " minutes (since version " +
                 std::to_string(anchor->version) + ")");
     }
   }
@@ -182,7 +183,7 @@ std::vector<Signal> compute_signals(const std::vector<Record>& earlier, const Re
       cur.churn->share() > cfg.cycle.churn_threshold)
     add("cycle", "churn",
         std::to_string(cur.churn->readded) + " of " + std::to_string(cur.churn->added) + " added lines (" +
-            fmt("%.0f%%", 100 * cur.churn->share()) + ") were deleted earlier in the lineage");
+            fmt::format("{:.0f}%", 100 * cur.churn->share()) + ") were deleted earlier in the lineage");
 
   // Suspicious gain.
   if (cur.geomean.speedup) {
@@ -196,7 +197,7 @@ std::vector<Signal> compute_signals(const std::vector<Record>& earlier, const Re
     std::vector<std::string> over;
     for (const auto& s : cur.scenarios)
       if (s.percent_of_peak && *s.percent_of_peak > cfg.suspicious.peak_percent)
-        over.push_back(s.id + " " + fmt("%.1f%%", *s.percent_of_peak));
+        over.push_back(s.id + " " + fmt::format("{:.1f}%", *s.percent_of_peak));
     if (!over.empty()) {
       std::string list;
       for (const auto& o : over) list += (list.empty() ? "" : ", ") + o;
@@ -253,7 +254,7 @@ std::vector<Signal> compute_signals(const std::vector<Record>& earlier, const Re
   // Regression against the best version.
   if (scored && best.record && g < best.speedup * (1 - cfg.regression.tolerance))
     add("regression", "below_best",
-        "geomean " + fx(g) + " is " + fmt("%.1f%%", 100 * (1 - g / best.speedup)) + " below the best " +
+        "geomean " + fx(g) + " is " + fmt::format("{:.1f}%", 100 * (1 - g / best.speedup)) + " below the best " +
             fx(best.speedup) + " (version " + std::to_string(best.record->version) + ")");
   return out;
 }

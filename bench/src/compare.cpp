@@ -1,4 +1,6 @@
 #include "attngate/bench/compare.hpp"
+#include <fmt/printf.h>
+
 
 #include <cuda_runtime_api.h>
 #include <dlfcn.h>
@@ -19,12 +21,6 @@ namespace attngate::bench {
 namespace {
 
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
-
-std::string fmt(const char* f, double v) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, f, v);
-  return buf;
-}
 
 double ratio_or_nan(double num, double den) {
   return std::isfinite(num) && std::isfinite(den) && num > 0 && den > 0 ? num / den : kNaN;
@@ -244,12 +240,12 @@ std::string format_table(const ComparisonReport& r, const SuiteSpeedup& s) {
     o << line;
   }
   for (const auto& f : r.failed) o << f.id << ": FAILED: " << f.error << "\n";
-  o << "geomean speedup over " << r.rows.size() << " scenarios: " << fmt("%.4f", s.geomean) << "  95% CI ["
-    << fmt("%.4f", s.ci95.lo) << ", " << fmt("%.4f", s.ci95.hi) << "]  (" << s.resamples << " resamples, seed "
+  o << "geomean speedup over " << r.rows.size() << " scenarios: " << fmt::format("{:.4f}", s.geomean) << "  95% CI ["
+    << fmt::format("{:.4f}", s.ci95.lo) << ", " << fmt::format("{:.4f}", s.ci95.hi) << "]  (" << s.resamples << " resamples, seed "
     << s.seed << ")\n"
-    << "geomean on kernel time: " << fmt("%.4f", geomean_clock_speedup(r, "kernel_ms"))
-    << ", on wall time: " << fmt("%.4f", geomean_clock_speedup(r, "wall_ms")) << "\n"
-    << "wall time of the run: " << fmt("%.1f", r.wall_s) << " s\n";
+    << "geomean on kernel time: " << fmt::format("{:.4f}", geomean_clock_speedup(r, "kernel_ms"))
+    << ", on wall time: " << fmt::format("{:.4f}", geomean_clock_speedup(r, "wall_ms")) << "\n"
+    << "wall time of the run: " << fmt::format("{:.1f}", r.wall_s) << " s\n";
   return o.str();
 }
 

@@ -2,6 +2,8 @@
 // error with file:line:col, because a silently ignored typo (say `casual: true`) would make the gate
 // verify or time something other than what its author believes.
 #include "attngate/scenario.hpp"
+#include <fmt/format.h>
+
 
 #include <yaml-cpp/eventhandler.h>
 #include <yaml-cpp/parser.h>
@@ -39,21 +41,12 @@ std::optional<Field> field_by_name(std::string_view name) {
   return std::nullopt;
 }
 
-std::string join(const std::vector<std::string>& parts, std::string_view sep) {
-  std::string out;
-  for (std::size_t i = 0; i < parts.size(); ++i) {
-    if (i) out += sep;
-    out += parts[i];
-  }
-  return out;
-}
-
 std::string field_list(bool with_tags) {
   std::vector<std::string> names;
   for (int i = 0; i < kNumFields; ++i) {
     if (with_tags || i != kTags) names.emplace_back(kFieldNames[i]);
   }
-  return join(names, ", ");
+  return fmt::format("{}", fmt::join(names, ", "));
 }
 
 bool is_word_char(char c) {
@@ -252,7 +245,7 @@ Scenario build_scenario(const Draft& d, std::string id, const std::string& suite
     if (!d[i]) missing.emplace_back(kFieldNames[i]);
   }
   if (!missing.empty()) {
-    ctx.fail(origin, std::string(missing.size() == 1 ? "missing field " : "missing fields ") + join(missing, ", "));
+    ctx.fail(origin, std::string(missing.size() == 1 ? "missing field " : "missing fields ") + fmt::format("{}", fmt::join(missing, ", ")));
   }
   Scenario s;
   s.id = std::move(id);
@@ -422,7 +415,7 @@ void expand_sweep(const YAML::Node& node, const YAML::Mark& mark, Context& ctx, 
     if (!base[i] && !axis_field_mark[i]) missing.emplace_back(kFieldNames[i]);
   }
   if (!missing.empty()) {
-    ctx.fail(mark, std::string(missing.size() == 1 ? "field " : "fields ") + join(missing, ", ") +
+    ctx.fail(mark, std::string(missing.size() == 1 ? "field " : "fields ") + fmt::format("{}", fmt::join(missing, ", ")) +
                        " given neither in base nor in axes");
   }
 

@@ -1,4 +1,6 @@
 #include "attngate/verify/metrics.hpp"
+#include <fmt/printf.h>
+
 
 #include <algorithm>
 #include <cmath>
@@ -59,12 +61,6 @@ std::string lse_location(int64_t index, int seqlen, int heads) {
 
 namespace {
 
-std::string fmt(const char* format, double a, double b) {
-  char buf[256];
-  std::snprintf(buf, sizeof buf, format, a, b);
-  return buf;
-}
-
 void judge_clean(Judgement& j, const char* what, const ErrorStats& s) {
   if (s.nonfinite > 0)
     j.fail(std::string(what) + ": " + std::to_string(s.nonfinite) + " NaN/Inf values");
@@ -80,9 +76,9 @@ Judgement judge_absolute(const ErrorStats& o, const ErrorStats& lse, const Dtype
   judge_clean(j, "O", o);
   judge_clean(j, "LSE", lse);
   if (o.max_abs > tol.initial_o_max_abs)
-    j.fail(fmt("O: max abs error %.3g exceeds the absolute bound %.3g", o.max_abs, tol.initial_o_max_abs));
+    j.fail(fmt::format("O: max abs error {:.3g} exceeds the absolute bound {:.3g}", o.max_abs, tol.initial_o_max_abs));
   if (lse.max_scaled > tol.initial_lse_max_abs)
-    j.fail(fmt("LSE: max error %.3g (scaled by max(1,|LSE|)) exceeds the bound %.3g", lse.max_scaled,
+    j.fail(fmt::format("LSE: max error {:.3g} (scaled by max(1,|LSE|)) exceeds the bound {:.3g}", lse.max_scaled,
                tol.initial_lse_max_abs));
   return j;
 }
@@ -94,12 +90,12 @@ Judgement judge_against_initial(const ErrorStats& o, const ErrorStats& lse, cons
   judge_clean(j, "LSE", lse);
   const double o_limit = ratio * initial_o.max_abs + tol.o_atol;
   if (o.max_abs > o_limit)
-    j.fail(fmt("O: max abs error %.3g exceeds %.3g (", o.max_abs, o_limit) + std::to_string(ratio) +
-           " x initial's " + fmt("%.3g + atol %.3g)", initial_o.max_abs, tol.o_atol));
+    j.fail(fmt::format("O: max abs error {:.3g} exceeds {:.3g} (", o.max_abs, o_limit) + std::to_string(ratio) +
+           " x initial's " + fmt::format("{:.3g} + atol {:.3g})", initial_o.max_abs, tol.o_atol));
   const double lse_limit = ratio * initial_lse.max_scaled + tol.lse_atol;
   if (lse.max_scaled > lse_limit)
-    j.fail(fmt("LSE: max error %.3g (scaled by max(1,|LSE|)) exceeds %.3g (", lse.max_scaled, lse_limit) +
-           std::to_string(ratio) + " x initial's " + fmt("%.3g + atol %.3g)", initial_lse.max_scaled, tol.lse_atol));
+    j.fail(fmt::format("LSE: max error {:.3g} (scaled by max(1,|LSE|)) exceeds {:.3g} (", lse.max_scaled, lse_limit) +
+           std::to_string(ratio) + " x initial's " + fmt::format("{:.3g} + atol {:.3g})", initial_lse.max_scaled, tol.lse_atol));
   return j;
 }
 

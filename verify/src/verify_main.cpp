@@ -23,6 +23,8 @@
 #include <nlohmann/json.hpp>
 
 #include "attngate/cuda_check.hpp"
+#include <fmt/format.h>
+
 #include "attngate/kernel_status.hpp"
 #include "attngate/plugin_loader.hpp"
 #include "attngate/registry.hpp"
@@ -442,12 +444,6 @@ constexpr int kVerifyTimeoutS = 900;
 constexpr int kPerfTimeoutS = 1800;
 constexpr int kShowTimeoutS = 60;
 
-std::string join(const std::vector<std::string>& v, const char* sep = ";") {
-  std::string out;
-  for (const auto& x : v) out += (out.empty() ? "" : sep) + x;
-  return out;
-}
-
 // `--worker=` arguments for the workers holding `kernels` (attngate::worker::library_of).
 std::vector<std::string> worker_args(const std::filesystem::path& dir, const std::vector<std::string>& kernels) {
   std::vector<std::string> out;
@@ -623,14 +619,14 @@ void emit_batch(CtestFile& t, const Options& opt, const Batch& b) {
   bool isolated = b.group != "reference" && !opt.emit_judge.empty();
   for (const auto& k : b.kernels) isolated &= has_worker(k);
   if (b.group != "reference" && !isolated && b.gate_labelled)
-    throw std::runtime_error("the gate's kernels " + join(b.kernels, ", ") + " need workers (--emit-worker-libs)");
+    throw std::runtime_error("the gate's kernels " + fmt::format("{}", fmt::join(b.kernels, ", ")) + " need workers (--emit-worker-libs)");
   std::vector<std::string> argv = {isolated ? opt.emit_judge : opt.emit_exe};
   if (isolated) {
     std::vector<std::string> run = b.kernels;
     run.push_back(opt.initial);
     for (const auto& w : worker_args(opt.emit_workers, run)) argv.push_back(w);
   }
-  argv.insert(argv.end(), {"--batch", "--batch-name=" + b.name, "--suite=" + b.suite, "--kernels=" + join(b.kernels, ","),
+  argv.insert(argv.end(), {"--batch", "--batch-name=" + b.name, "--suite=" + b.suite, "--kernels=" + fmt::format("{}", fmt::join(b.kernels, ",")),
                            "--shard=" + std::to_string(b.shard) + "/" + std::to_string(b.shards),
                            "--scenarios=" + opt.scenario_dir.string(), "--results-dir=" + opt.results_dir.string()});
   t.add_test(b.name, argv);
@@ -639,7 +635,7 @@ void emit_batch(CtestFile& t, const Options& opt, const Batch& b) {
   if (b.suite != "gate" || b.gate_labelled) labels.push_back(b.suite);
   if (b.gate_labelled && b.suite != "gate") labels.push_back("gate");
   t.out() << "set_tests_properties(" << CtestFile::quoted(b.name) << " PROPERTIES LABELS "
-          << CtestFile::quoted(join(labels)) << " FIXTURES_SETUP " << CtestFile::quoted(b.name)
+          << CtestFile::quoted(fmt::format("{}", fmt::join(labels, ";"))) << " FIXTURES_SETUP " << CtestFile::quoted(b.name)
           << " SKIP_REGULAR_EXPRESSION [==[\\[  SKIPPED \\]]==] TIMEOUT " << kVerifyTimeoutS
           << (b.gate_labelled ? " DEPENDS gate.setup" : "") << " RESOURCE_GROUPS gpus:1)\n";
 }
@@ -664,7 +660,7 @@ std::vector<std::string> emit_cases(CtestFile& t, const Options& opt, const Batc
       if (suite.name != "gate" || gate_case) labels.push_back(suite.name);
       if (gate_case && suite.name != "gate") labels.push_back("gate");
       t.out() << "set_tests_properties(" << CtestFile::quoted(test) << " PROPERTIES LABELS "
-              << CtestFile::quoted(join(labels)) << " FIXTURES_REQUIRED " << CtestFile::quoted(b.name)
+              << CtestFile::quoted(fmt::format("{}", fmt::join(labels, ";"))) << " FIXTURES_REQUIRED " << CtestFile::quoted(b.name)
               << " SKIP_REGULAR_EXPRESSION [==[\\[  SKIPPED \\]]==] TIMEOUT " << kShowTimeoutS
               << (gate_case ? " DEPENDS gate.setup" : "") << ")\n";
       if (gate_case) gate_cases.push_back(test);
@@ -689,12 +685,12 @@ void emit_gate_timing_and_report(CtestFile& t, const Options& opt, const GatePla
   // RUN_SERIAL: nothing else runs while it times. Without a GPU the bench prints SKIPPED (a skip,
   // never a pass) and the report fails for want of its JSON.
   t.out() << "set_tests_properties(gate.performance PROPERTIES LABELS [==[gate;gpu;bench]==] RUN_SERIAL TRUE DEPENDS "
-          << CtestFile::quoted(join(after)) << " SKIP_REGULAR_EXPRESSION [==[SKIPPED:]==] TIMEOUT " << kPerfTimeoutS
+          << CtestFile::quoted(fmt::format("{}", fmt::join(after, ";"))) << " SKIP_REGULAR_EXPRESSION [==[SKIPPED:]==] TIMEOUT " << kPerfTimeoutS
           << " RESOURCE_GROUPS gpus:1)\n";
   after.insert(after.begin() + 1, "gate.device");
   after.push_back("gate.performance");
   t.add_test("gate.report", gate_report_args(opt, g));
-  t.out() << "set_tests_properties(gate.report PROPERTIES LABELS gate DEPENDS " << CtestFile::quoted(join(after))
+  t.out() << "set_tests_properties(gate.report PROPERTIES LABELS gate DEPENDS " << CtestFile::quoted(fmt::format("{}", fmt::join(after, ";")))
           << " TIMEOUT 300)\n";
 }
 
