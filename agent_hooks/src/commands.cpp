@@ -32,6 +32,7 @@
 #include "attngate/hooks/sha256.hpp"
 #include "attngate/hooks/supervisor.hpp"
 #include "attngate/hooks/version_store.hpp"
+#include "attngate/verify/json_document.hpp"
 
 namespace attngate::hooks {
 namespace fs = std::filesystem;
@@ -115,13 +116,10 @@ void store_version(const fs::path& versions, const std::string& sha, const std::
   fs::path target = versions / (sha + ".cu");
   if (fs::exists(target)) return;
   fs::create_directories(versions);
-  fs::path tmp = versions / (sha + ".cu.tmp." + std::to_string(::getpid()));
-  {
-    std::ofstream out(tmp, std::ios::binary);
-    out << source;
-    if (!out) return;
+  try {
+    write_file_atomically(target, source);
+  } catch (const std::exception&) {  // a version not stored only costs its churn figure later
   }
-  fs::rename(tmp, target);
 }
 
 // The candidate's source at an evaluated version: the versions store first, then git when the
@@ -723,18 +721,6 @@ std::string unconfirmed_why(const GateReport& first, const GateReport& second) {
   return {};
 }
 
-void write_atomically(const fs::path& file, const std::string& bytes) {
-  fs::path tmp = file;
-  tmp += ".tmp." + std::to_string(::getpid());
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    out << bytes;
-    out.flush();
-    if (!out) throw std::runtime_error("cannot write " + tmp.string());
-  }
-  fs::rename(tmp, file);
-}
-
 // The confirming run: `ctest -L gate` again, same command line, under the same lock (fresh seeds and
 // worker processes); its report is kept as report.confirm.json (report.confirm.md). The folder is
 // hashed again afterwards, and HEAD checked, as after the first run.
@@ -773,8 +759,8 @@ void write_recorded_report(const fs::path& gate, json first, const std::optional
                            {"verdict", second.report.verdict},
                            {"report", second.report_path.empty() ? json(nullptr) : json(second.report_path)}};
   const std::string bytes = first.dump(1) + "\n";
-  write_atomically(gate / "report.json", bytes);
-  if (first_md) write_atomically(gate / "report.md", *first_md);
+  write_file_atomically(gate / "report.json", bytes);
+  if (first_md) write_file_atomically(gate / "report.md", *first_md);
   in.report_path = (gate / "report.json").string();
   in.report_sha256 = sha256_hex(bytes);
 }

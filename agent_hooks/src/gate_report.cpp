@@ -27,6 +27,7 @@
 #include "attngate/scenario.hpp"
 #include "attngate/verify/result_document.hpp"
 #include "attngate/verify/schema_check.hpp"
+#include "attngate/verify/json_document.hpp"
 
 namespace attngate::hooks {
 namespace fs = std::filesystem;
@@ -678,16 +679,6 @@ std::string markdown(const json& r, const Reasons& reasons) {
   return md.str();
 }
 
-void write_atomically(const fs::path& file, const std::string& text) {
-  const fs::path tmp = file.string() + ".tmp." + std::to_string(::getpid());
-  {
-    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
-    f << text;
-    if (!f.flush()) throw std::runtime_error("cannot write " + tmp.string());
-  }
-  fs::rename(tmp, file);
-}
-
 }  // namespace
 
 // The comparison document (performance.json) against its schema, read from the repository (a
@@ -1318,8 +1309,8 @@ GateReportOutput build_gate_report(const ReportInputs& in) {
 
 void write_gate_report(const GateReportOutput& out, const fs::path& out_dir) {
   fs::create_directories(out_dir);
-  write_atomically(out_dir / "report.json", out.report.dump(1) + "\n");
-  write_atomically(out_dir / "report.md", out.markdown);
+  write_file_atomically(out_dir / "report.json", out.report.dump(1) + "\n");
+  write_file_atomically(out_dir / "report.md", out.markdown);
 }
 
 }  // namespace attngate::hooks

@@ -34,6 +34,7 @@
 #include "attngate/verify/problem.hpp"
 #include "attngate/verify/remote.hpp"
 #include "attngate/worker/sandbox.hpp"
+#include "attngate/verify/json_document.hpp"
 
 #ifndef ATTNGATE_DEFAULT_SCENARIO_DIR
 #error "ATTNGATE_DEFAULT_SCENARIO_DIR must be defined by the build"
@@ -286,11 +287,7 @@ struct ProgressFile {
     try {
       ++now.done;
       now.scenario = scenario;
-      const std::string tmp = path + ".tmp";
-      std::ofstream f(tmp);
-      f << nlohmann::json(now).dump() << "\n";
-      std::error_code ec;
-      if (f.flush()) std::filesystem::rename(tmp, path, ec);
+      write_file_atomically(path, nlohmann::json(now).dump() + "\n");
     } catch (const std::exception&) {
     }
   }
@@ -588,14 +585,7 @@ int run(int argc, char** argv) {
     }
     {
       if (!opt.compare_out.empty()) {
-        // Through a rename, so a reader (the gate's report) never sees half a file.
-        const std::string tmp = opt.compare_out + ".tmp";
-        {
-          std::ofstream f(tmp);
-          f << to_json(g_report, s);
-          if (!f.flush()) throw std::runtime_error("cannot write " + tmp);
-        }
-        std::filesystem::rename(tmp, opt.compare_out);
+        write_file_atomically(opt.compare_out, to_json(g_report, s));
       }
     }
   }

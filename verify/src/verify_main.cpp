@@ -36,6 +36,7 @@
 #include "attngate/verify/result_document.hpp"
 #include "attngate/verify/verify_case.hpp"
 #include "attngate/worker/libraries.hpp"
+#include "attngate/verify/json_document.hpp"
 
 #ifndef ATTNGATE_DEFAULT_SCENARIO_DIR
 #error "ATTNGATE_DEFAULT_SCENARIO_DIR must be defined by the build"
@@ -143,13 +144,7 @@ void write_result(const std::string& kernel, const Scenario& s, const std::strin
   const nlohmann::json j = doc;
   std::filesystem::create_directories(options().results_dir);
   const auto path = options().results_dir / verify::result_file_name(kernel, s.id);
-  const auto tmp = path.string() + ".tmp";
-  {
-    std::ofstream f(tmp);
-    f << j.dump(1) << "\n";
-    if (!f.flush()) throw std::runtime_error("cannot write " + tmp);
-  }
-  std::filesystem::rename(tmp, path);  // atomic: a reader never sees half a file
+  write_file_atomically(path, j.dump(1) + "\n");
 }
 
 uint64_t base_seed() {
