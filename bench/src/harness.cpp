@@ -508,246 +508,262 @@ void Harness::check_timed_run(Contestant& c, const Scenario& s, const verify::De
                                reasons + " (so the timed calls are not the computation verification checked)");
 }
 
-Measurement Harness::measure(const Scenario& s, const std::vector<const KernelInfo*>& kernels,
-                             const MeasureOptions& opt) {
-  if (kernels.empty()) throw std::invalid_argument("measure: no kernel given");
-  const auto t_setup = Clock::now();
-  // ATTNGATE_BENCH_PHASES=1: where a scenario's time goes, on stderr (setup is most of a gate run).
-  static const bool show_phases = std::getenv("ATTNGATE_BENCH_PHASES") != nullptr;
-  auto t_phase = t_setup;
-  std::string phases;
-  auto phase = [&](const char* name) {
-    if (!show_phases) return;
-    const auto now = Clock::now();
-    phases += std::string(" ") + name + "=" + std::to_string(int(std::chrono::duration<double, std::milli>(now - t_phase).count())) + "ms";
-    t_phase = now;
-  };
+// One measurement's state, shared by its stages (measure() below reads them in order).
+struct Harness::Run {
+  Run(const Scenario& scenario, const MeasureOptions& options) : s(scenario), opt(options) {}
+  const Scenario& s;
+  const MeasureOptions& opt;
   Measurement m;
-  m.scenario = s.id;
-  m.flush_bytes = flush_bytes_;
-  idle_ratio_ = opt.idle_ratio;
-  last_event_ms_ = 0;
-  m.untraced_block = opt.untraced_block;
+  std::vector<Contestant> cs;
+  std::vector<std::unique_ptr<verify::Problem>> own;  // the judge's copy of every input set
+  int sets = 1;
+  int reference = -1;    // the contestant whose worker calibrates the round trip
+  bool any_local = false;
+  std::vector<size_t> order;
+  size_t rotation = 0;
+  int round = 0;
+  // Which rounds get fresh contents, and which calls are checked, is drawn from a seed nobody can
+  // read in advance; so are the fresh contents.
+  std::mt19937_64 rng{std::random_device{}()};
+  std::vector<ClockReading> clocks;
+  std::vector<double> handoffs;  // the reference's judge time less its worker's event time, per call
+  Clock::time_point t_setup = Clock::now();
 
+  // ATTNGATE_BENCH_PHASES=1: where a scenario's time goes, on stderr (setup is most of a gate run).
+  void phase(const char* name) {
+    static const bool show = std::getenv("ATTNGATE_BENCH_PHASES") != nullptr;
+    if (!show) return;
+    const auto now = Clock::now();
+    phases += std::string(" ") + name + "=" +
+              std::to_string(int(std::chrono::duration<double, std::milli>(now - t_phase).count())) + "ms";
+    t_phase = now;
+  }
+  void print_phases() const {
+    if (!phases.empty()) std::cerr << "attngate_bench: phases " << s.id << ":" << phases << std::endl;
+  }
+  std::string phases;
+  Clock::time_point t_phase = t_setup;
+};
+
+// Input sets for every kernel (each in its own pool, the same seeds), the judge's clock and stop
+// snapshot for each worker, and the judge's own copy of every set.
+void Harness::setup(Run& r, const std::vector<const KernelInfo*>& kernels) {
+  const Scenario& s = r.s;
+  r.m.scenario = s.id;
+  r.m.flush_bytes = flush_bytes_;
+  idle_ratio_ = r.opt.idle_ratio;
+  last_event_ms_ = 0;
+  r.m.untraced_block = r.opt.untraced_block;
   // As many input sets as fit in half the free memory, at most opt.input_sets.
   size_t free_bytes = 0, total_bytes = 0;
   ATTNGATE_CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
   const size_t per_set = problem_bytes(s) * (kernels.size() + 1);  // + the judge's private copy
-  const int sets = int(std::clamp<size_t>(free_bytes / 2 / std::max<size_t>(per_set, 1), 1, size_t(std::max(opt.input_sets, 1))));
-  m.input_sets = sets;
-
-  std::vector<Contestant> cs(kernels.size());
-  bool any_local = false;
+  r.sets = int(std::clamp<size_t>(free_bytes / 2 / std::max<size_t>(per_set, 1), 1, size_t(std::max(r.opt.input_sets, 1))));
+  r.m.input_sets = r.sets;
+  r.cs.resize(kernels.size());
   for (size_t i = 0; i < kernels.size(); ++i) {
-    cs[i].kernel = kernels[i];
-    cs[i].series.kernel = kernels[i]->name;
-    cs[i].remote = verify::remote::find(*kernels[i]);
-    any_local |= cs[i].remote == nullptr;
-    if (cs[i].remote) {
-      cs[i].series.isolated = true;
-      cs[i].series.kernel_tree_sha256 = verify::remote::kernel_tree_sha256(*cs[i].remote);
-      cs[i].series.kernel_tree_dir = verify::remote::kernel_tree_dir(*cs[i].remote);
-      cs[i].series.inventory = verify::remote::inventory(*cs[i].remote);
-      cs[i].series.forbidden_symbols = verify::remote::forbidden_symbols(*cs[i].remote);
+    Contestant& c = r.cs[i];
+    c.kernel = kernels[i];
+    c.series.kernel = kernels[i]->name;
+    c.remote = verify::remote::find(*kernels[i]);
+    r.any_local |= c.remote == nullptr;
+    if (c.remote) {
+      c.series.isolated = true;
+      c.series.kernel_tree_sha256 = verify::remote::kernel_tree_sha256(*c.remote);
+      c.series.kernel_tree_dir = verify::remote::kernel_tree_dir(*c.remote);
+      c.series.inventory = verify::remote::inventory(*c.remote);
+      c.series.forbidden_symbols = verify::remote::forbidden_symbols(*c.remote);
     }
     // Each kernel's buffers in its own pool, kept from scenario to scenario: its worker maps them
     // once, and never sees another kernel's buffers.
     verify::PoolScope pool(verify::pool_for(kernels[i]->name));
-    for (int r = 0; r < sets; ++r) {
-      // Every kernel gets the same data (same seeds) in its own buffers.
+    for (int set = 0; set < r.sets; ++set) {
       auto p = std::make_unique<verify::Problem>(s);
-      p->fill(verify::scenario_seed(opt.seed, s.id, r), set_distribution(r), stream_);
-      cs[i].inputs.push_back(std::move(p));
+      p->fill(verify::scenario_seed(r.opt.seed, s.id, set), set_distribution(set), stream_);
+      c.inputs.push_back(std::move(p));
     }
   }
-  // The judge's clock around each worker, and where it keeps the outputs its stop saw.
-  for (auto& c : cs) {
+  std::vector<bool> remote;
+  for (auto& c : r.cs) {
+    remote.push_back(c.remote != nullptr);
     if (!c.remote) continue;
     c.events = &events_for(c.remote);
     c.at_stop = std::make_unique<verify::DeviceSnapshot>(verify::make_snapshot(*c.inputs.front()));
   }
-  std::vector<bool> remote;
-  for (const auto& c : cs) remote.push_back(c.remote != nullptr);
-  const int reference = handoff_reference(remote, opt.handoff_reference);
+  r.reference = handoff_reference(remote, r.opt.handoff_reference);
   handoff_ms_ = 0;
-  // The judge's own copy of every input set, in allocations no kernel is given: the truths are
-  // computed from it, so no kernel can change the inputs a truth is computed from.
-  std::vector<std::unique_ptr<verify::Problem>> own;
-  for (int r = 0; r < sets; ++r) {
-    own.push_back(std::make_unique<verify::Problem>(s));
-    own.back()->fill(verify::scenario_seed(opt.seed, s.id, r), set_distribution(r), stream_);
+  // The truths are computed from the judge's copy, in allocations no kernel is given, so no kernel
+  // can change the inputs a truth is computed from.
+  for (int set = 0; set < r.sets; ++set) {
+    r.own.push_back(std::make_unique<verify::Problem>(s));
+    r.own.back()->fill(verify::scenario_seed(r.opt.seed, s.id, set), set_distribution(set), stream_);
   }
   ATTNGATE_CUDA_CHECK(cudaStreamSynchronize(stream_));
-  phase("alloc_fill");
-  // Which rounds get fresh contents, and which calls are checked, is drawn here from a seed nobody
-  // can read in advance; so are the fresh contents.
-  std::mt19937_64 rng(std::random_device{}());
+  r.order.resize(r.cs.size());
+  for (size_t i = 0; i < r.order.size(); ++i) r.order[i] = i;
+}
 
-  phase("truths");
-  // First launch without the hold: lazy module loading may synchronize with the device.
-  for (auto& c : cs) {
+// The first launch of each kernel (without the hold: lazy module loading may synchronize with the
+// device), the warm-up calls, and a first estimate of the round trip so the stopping rule sees call
+// times.
+void Harness::warm_up(Run& r) {
+  for (auto& c : r.cs) {
     c.inputs[0]->launch(*c.kernel, stream_);
     ATTNGATE_CUDA_CHECK(cudaStreamSynchronize(stream_));
   }
-  phase("first_launch");
-  std::vector<double> handoffs;  // the reference's judge time less its worker's event time, per call
-  for (int w = 0; w < opt.warmups; ++w)
-    for (size_t k = 0; k < cs.size(); ++k) {
-      const CallTimes t = timed_call(cs[k], size_t(w % sets), false, next_call_id_++);
-      if (int(k) == reference) handoffs.push_back(t.judge_ms - t.worker_event_ms);
+  r.phase("first_launch");
+  for (int w = 0; w < r.opt.warmups; ++w)
+    for (size_t k = 0; k < r.cs.size(); ++k) {
+      const CallTimes t = timed_call(r.cs[k], size_t(w % r.sets), false, next_call_id_++);
+      if (int(k) == r.reference) r.handoffs.push_back(t.judge_ms - t.worker_event_ms);
     }
-  // A first estimate of the round trip to the workers, so the stopping rule sees call times.
-  if (reference >= 0 && !handoffs.empty()) handoff_ms_ = subtracted_handoff(median(handoffs));
-  handoffs.clear();
-  phase("warmup");
+  if (r.reference >= 0 && !r.handoffs.empty()) handoff_ms_ = subtracted_handoff(median(r.handoffs));
+  r.handoffs.clear();
+  r.phase("warmup");
+}
 
+// One traced block (or, keep false, the traced warm-up): each call's CUPTI view filed with its kernel.
+void Harness::traced_block(Run& r, int calls_per_kernel, bool keep) {
   CuptiTracer& tracer = CuptiTracer::instance();
+  std::map<uint64_t, size_t> owner;
+  std::vector<uint64_t> ids;
+  for (auto& c : r.cs) c.remote_traces.clear();
+  if (r.any_local) tracer.enable();
+  try {
+    for (int i = 0; i < calls_per_kernel; ++i) {
+      for (size_t k : r.order) {
+        const uint64_t id = next_call_id_++;
+        const size_t set = r.rotation % size_t(r.sets);
+        const FreshContents fresh{r.rng(), set_distribution(int(set))};
+        const CallTimes t = timed_call(r.cs[k], set, true, id, true, &fresh);
+        owner[id] = k;
+        ids.push_back(id);
+        if (!keep) continue;
+        KernelSeries& series = r.cs[k].series;
+        series.traced_event_ms.push_back(t.event_ms);
+        series.traced_judge_ms.push_back(t.judge_ms);
+        series.traced_wall_ms.push_back(t.wall_ms);
+        series.traced_after.push_back(series.event_ms.size());
+        series.held_timeouts += t.held_timeout;
+      }
+      ++r.rotation;
+    }
+  } catch (...) {
+    if (r.any_local) {
+      tracer.disable();
+      tracer.take();
+    }
+    throw;
+  }
+  if (!keep) {
+    if (r.any_local) {
+      tracer.disable();
+      tracer.take();
+    }
+    return;
+  }
+  for (auto& c : r.cs)
+    for (auto& t : c.remote_traces) c.series.traces.push_back(std::move(t));
+  if (!r.any_local) return;
+  tracer.disable();
+  ActivityLog log = tracer.take();
   const HarnessMarkers markers{kHoldKernelName, flush_bytes_, std::nullopt};
-  std::vector<ClockReading> clocks;
-  std::vector<size_t> order(cs.size());
-  size_t rotation = 0;
-  int round = 0;
+  for (CallTrace& t : attribute_calls(log, ids, markers, &r.m.attribution))
+    r.cs[owner.at(t.call_id)].series.traces.push_back(std::move(t));
+  r.m.dropped_records += tracer.dropped_records();
+}
 
-  // Runs one traced block (or the traced warm-up) and files each call's CUPTI view with its kernel.
-  auto traced_block = [&](int calls_per_kernel, bool keep) {
-    std::map<uint64_t, size_t> owner;
-    std::vector<uint64_t> ids;
-    for (auto& c : cs) c.remote_traces.clear();
-    if (any_local) tracer.enable();
-    try {
-      for (int i = 0; i < calls_per_kernel; ++i) {
-        for (size_t k : order) {
-          const uint64_t id = next_call_id_++;
-          const size_t set = rotation % size_t(sets);
-          const FreshContents fresh{rng(), set_distribution(int(set))};
-          const CallTimes t = timed_call(cs[k], set, true, id, true, &fresh);
-          owner[id] = k;
-          ids.push_back(id);
-          if (keep) {
-            cs[k].series.traced_event_ms.push_back(t.event_ms);
-            cs[k].series.traced_judge_ms.push_back(t.judge_ms);
-            cs[k].series.traced_wall_ms.push_back(t.wall_ms);
-            cs[k].series.traced_after.push_back(cs[k].series.event_ms.size());
-            cs[k].series.held_timeouts += t.held_timeout;
-          }
-        }
-        ++rotation;
-      }
-    } catch (...) {
-      if (any_local) {
-        tracer.disable();
-        tracer.take();
-      }
-      throw;
-    }
-    if (!keep) {
-      if (any_local) {
-        tracer.disable();
-        tracer.take();
-      }
-      return;
-    }
-    for (auto& c : cs)
-      for (auto& t : c.remote_traces) c.series.traces.push_back(std::move(t));
-    if (!any_local) return;
-    tracer.disable();
-    ActivityLog log = tracer.take();
-    for (CallTrace& t : attribute_calls(log, ids, markers, &m.attribution))
-      cs[owner.at(t.call_id)].series.traces.push_back(std::move(t));
-    m.dropped_records += tracer.dropped_records();
-  };
+// One untraced round: every kernel once, the order alternating, on new contents; about one round
+// in check_every, chosen once it is over, judged against the fp32 reference of its contents.
+void Harness::untraced_round(Run& r) {
+  for (size_t k = 0; k < r.order.size(); ++k) r.order[k] = (r.round % 2 == 0) ? k : r.order.size() - 1 - k;
+  ++r.round;
+  const size_t set = r.rotation % size_t(r.sets);
+  // New contents at the same pointers, from a seed drawn now, written by the judge right before
+  // its clock starts: no earlier work could have computed this output, so a kernel that caches,
+  // precomputes or skips is timed honestly on every call.
+  const FreshContents fresh{r.rng(), set_distribution(int(set))};
+  for (size_t k : r.order) {
+    const CallTimes t = timed_call(r.cs[k], set, false, next_call_id_++, true, &fresh);
+    record_untraced(r.cs[k].series, t, true);
+    if (int(k) == r.reference) r.handoffs.push_back(t.judge_ms - t.worker_event_ms);
+  }
+  if (r.opt.check_every > 0 && r.rng() % uint64_t(r.opt.check_every) == 0) {
+    r.own[set]->fill(fresh.seed, fresh.distribution, stream_);
+    const verify::DeviceTruth truth = verify::device_ground_truth(*r.own[set], stream_);
+    for (size_t k : r.order) check_call(r.cs[k], *r.cs[k].inputs[set], truth, "a round chosen once it was over");
+  }
+  ++r.rotation;
+}
 
-  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
-  // CUPTI's first enable initializes it (slow, and the first traced launch pays for it).
-  traced_block(1, false);
-  tracer.dropped_records();
-  sample_clock(clocks);
-  m.setup_s = seconds_since(t_setup);
-  phase("traced_warmup");
-
-  // Another process on the GPU perturbs every clock; counted here and at the end.
+// Untraced rounds in blocks, a traced block after each until every kernel has max_traced traced
+// calls, until the stopping rule says so; other processes on the GPU counted before and after.
+void Harness::interleave(Run& r) {
   std::set<int64_t> worker_pids;
-  for (const auto& c : cs)
+  for (const auto& c : r.cs)
     if (c.remote) worker_pids.insert(verify::remote::worker_pid(*c.remote));
-  m.gpu_processes_expected = 1 + int(worker_pids.size());
-  m.gpu_processes = clock_.compute_processes();
+  r.m.gpu_processes_expected = 1 + int(worker_pids.size());
+  r.m.gpu_processes = clock_.compute_processes();
   const auto t_loop = Clock::now();
   std::vector<const std::vector<double>*> resolved;
-  for (auto& c : cs) resolved.push_back(&c.series.event_ms);
+  for (auto& c : r.cs) resolved.push_back(&c.series.event_ms);
   for (;;) {
-    for (int i = 0; i < opt.untraced_block; ++i) {
-      // Alternate the order every round so neither kernel always runs first.
-      for (size_t k = 0; k < order.size(); ++k) order[k] = (round % 2 == 0) ? k : order.size() - 1 - k;
-      ++round;
-      const size_t set = rotation % size_t(sets);
-      // Every round: new contents at the same pointers, from a seed drawn now, written by the judge
-      // right before its clock starts, so no earlier work could have computed this output and a
-      // kernel that caches, precomputes or skips is timed honestly on every call.
-      const FreshContents fresh{rng(), set_distribution(int(set))};
-      for (size_t k : order) {
-        const CallTimes t = timed_call(cs[k], set, false, next_call_id_++, true, &fresh);
-        record_untraced(cs[k].series, t, true);
-        if (int(k) == reference) handoffs.push_back(t.judge_ms - t.worker_event_ms);
-      }
-      // About one round in check_every, chosen once it is over, is judged against the fp32
-      // reference of its contents, computed from the judge's own copy.
-      if (opt.check_every > 0 && rng() % uint64_t(opt.check_every) == 0) {
-        own[set]->fill(fresh.seed, fresh.distribution, stream_);
-        const verify::DeviceTruth truth = verify::device_ground_truth(*own[set], stream_);
-        for (size_t k : order) check_call(cs[k], *cs[k].inputs[set], truth, "a round chosen once it was over");
-      }
-      ++rotation;
+    for (int i = 0; i < r.opt.untraced_block; ++i) untraced_round(r);
+    int traced_min = int(r.cs[0].series.traced_event_ms.size());
+    for (const auto& c : r.cs) traced_min = std::min(traced_min, int(c.series.traced_event_ms.size()));
+    if (traced_min < r.opt.max_traced) {
+      traced_block(r, r.opt.traced_block, true);
+      traced_min += r.opt.traced_block;
     }
-    int traced_min = int(cs[0].series.traced_event_ms.size());
-    for (const auto& c : cs) traced_min = std::min(traced_min, int(c.series.traced_event_ms.size()));
-    if (traced_min < opt.max_traced) {
-      traced_block(opt.traced_block, true);
-      traced_min += opt.traced_block;
-    }
-    sample_clock(clocks);
-
-    StopReason r = should_stop(opt.stop, resolved, seconds_since(t_loop));
-    if (r == StopReason::noise_target && traced_min < opt.min_traced) r = StopReason::none;
-    if (r != StopReason::none) {
-      m.stop = r;
+    sample_clock(r.clocks);
+    StopReason stop = should_stop(r.opt.stop, resolved, seconds_since(t_loop));
+    if (stop == StopReason::noise_target && traced_min < r.opt.min_traced) stop = StopReason::none;
+    if (stop != StopReason::none) {
+      r.m.stop = stop;
       break;
     }
   }
-  m.loop_s = seconds_since(t_loop);
-  m.gpu_processes = std::max(m.gpu_processes, clock_.compute_processes());
-  if (reference >= 0) settle_handoff(cs, handoffs, reference, opt.worker_clock_trust_ms, m);
-  phase("loop");
+  r.m.loop_s = seconds_since(t_loop);
+  r.m.gpu_processes = std::max(r.m.gpu_processes, clock_.compute_processes());
+}
 
-  // The timed calls must be the calls verification checked: same output, same stream, no state.
-  // New contents at the same pointers, from a seed no timed call used, the same for every kernel
-  // (one reference serves all): a kernel that replays an earlier output, or skips calls after the
-  // first, is caught here.
-  if (opt.check_timed_run) {
-    const uint64_t check_seed = verify::scenario_seed(opt.seed ^ 0xC4EC4ED0ull, s.id, 0);
-    for (auto& c : cs) c.inputs.front()->fill(check_seed, Distribution::standard, stream_);
-    own.front()->fill(check_seed, Distribution::standard, stream_);
-    const verify::DeviceTruth truth = verify::device_ground_truth(*own.front(), stream_);
-    for (auto& c : cs) check_timed_run(c, s, truth);
+// The timed calls must be the calls verification checked: one more call per kernel on new contents
+// at the same pointers, from a seed no timed call used, the same for every kernel (one reference
+// serves all), so a kernel that replays an earlier output, or skips calls after the first, is caught;
+// then what a call left on the stream; then, last, whether the judge's clock could time each worker.
+void Harness::check_run(Run& r) {
+  if (r.reference >= 0) settle_handoff(r.cs, r.handoffs, r.reference, r.opt.worker_clock_trust_ms, r.m);
+  r.phase("loop");
+  if (r.opt.check_timed_run) {
+    const uint64_t check_seed = verify::scenario_seed(r.opt.seed ^ 0xC4EC4ED0ull, r.s.id, 0);
+    for (auto& c : r.cs) c.inputs.front()->fill(check_seed, Distribution::standard, stream_);
+    r.own.front()->fill(check_seed, Distribution::standard, stream_);
+    const verify::DeviceTruth truth = verify::device_ground_truth(*r.own.front(), stream_);
+    for (auto& c : r.cs) check_timed_run(c, r.s, truth);
   }
-  phase("check_timed_run");
-  for (const auto& c : cs) {
+  r.phase("check_timed_run");
+  for (const auto& c : r.cs) {
     if (c.series.stream_state_changes > 0)
-      throw TimedRunCheckError(failure_kind::kStreamState, c.kernel->name, s.id,
+      throw TimedRunCheckError(failure_kind::kStreamState, c.kernel->name, r.s.id,
                                std::to_string(c.series.stream_state_changes) + " of " + std::to_string(c.series.calls) +
                                    " calls left " + c.series.stream_state +
                                    "; a launch may only enqueue work on its stream (the harness undid it before "
                                    "every timed call, so the times were not helped)");
   }
-  // What a kernel did wrong is named before whether the judge's clock could time it.
-  for (size_t i = 0; i < cs.size(); ++i)
-    if (reference >= 0 && cs[i].remote) require_resolved(cs[i], int(i) == reference, m);
+  for (size_t i = 0; i < r.cs.size(); ++i)
+    if (r.reference >= 0 && r.cs[i].remote) require_resolved(r.cs[i], int(i) == r.reference, r.m);
+}
 
+// The SM clock over the measurement, each kernel's series (with the kernels its traced calls ran
+// that its inventory lacks); the input sets go back to the kernels' pools.
+Measurement Harness::summarize(Run& r) {
+  Measurement& m = r.m;
   m.clock.available = clock_.available();
   m.clock.why = clock_.why();
   m.clock.device_max_mhz = clock_.max_sm_mhz();
-  if (!clocks.empty()) {
+  if (!r.clocks.empty()) {
     std::vector<double> mhz;
-    for (const auto& c : clocks) {
+    for (const auto& c : r.clocks) {
       mhz.push_back(c.sm_mhz);
       m.clock.event_reasons |= c.event_reasons;
     }
@@ -757,15 +773,36 @@ Measurement Harness::measure(const Scenario& s, const std::vector<const KernelIn
     m.clock.median_mhz = median(mhz);
     m.clock.min_mhz = min_of(mhz);
   }
-  for (auto& c : cs) {
+  for (auto& c : r.cs) {
     if (c.series.isolated) c.series.foreign_kernels = foreign_kernels(c.series);
     m.series.push_back(std::move(c.series));
   }
-  cs.clear();  // gives the input sets back to the kernels' pools
-  own.clear();
-  phase("teardown");
-  if (show_phases) std::cerr << "attngate_bench: phases " << s.id << ":" << phases << std::endl;
-  return m;
+  r.cs.clear();
+  r.own.clear();
+  r.phase("teardown");
+  r.print_phases();
+  return std::move(r.m);
+}
+
+// Setup, warm-up, the interleaved rounds with their traced blocks, the checks, the summary
+// (nvbench's measure_cold has the same shape).
+Measurement Harness::measure(const Scenario& s, const std::vector<const KernelInfo*>& kernels,
+                             const MeasureOptions& opt) {
+  if (kernels.empty()) throw std::invalid_argument("measure: no kernel given");
+  Run r(s, opt);
+  setup(r, kernels);
+  r.phase("alloc_fill");
+  r.phase("truths");
+  warm_up(r);
+  // CUPTI's first enable initializes it (slow, and the first traced launch pays for it).
+  traced_block(r, 1, false);
+  CuptiTracer::instance().dropped_records();
+  sample_clock(r.clocks);
+  r.m.setup_s = seconds_since(r.t_setup);
+  r.phase("traced_warmup");
+  interleave(r);
+  check_run(r);
+  return summarize(r);
 }
 
 }  // namespace attngate::bench

@@ -181,6 +181,14 @@ class Harness {
 
  private:
   struct Contestant;
+  struct Run;  // one measurement's state (harness.cpp)
+  void setup(Run& r, const std::vector<const KernelInfo*>& kernels);
+  void warm_up(Run& r);
+  void traced_block(Run& r, int calls_per_kernel, bool keep);
+  void untraced_round(Run& r);
+  void interleave(Run& r);
+  void check_run(Run& r);
+  Measurement summarize(Run& r);
   struct CallTimes {
     double event_ms = 0;         // the verdict's clock (judge_ms less the round trip, in a worker)
     double judge_ms = 0;         // the judge's events around the call
