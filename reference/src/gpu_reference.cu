@@ -16,11 +16,6 @@
 #include <cstdint>
 
 #include "attngate/cuda_check.hpp"
-#include "attngate/registry.hpp"
-
-// attngate_reference's link options name this symbol (--undefined), which pulls this object, and
-// with it the registration at the end of the file, into every binary linking the static library.
-extern "C" const int attngate_reference_link_anchor = 1;
 
 namespace attngate {
 namespace {
@@ -380,10 +375,5 @@ cudaError_t gpu_reference_fp32(const AttnParams& p, float* o_fp32, cudaStream_t 
 cudaError_t gpu_reference_launch(const AttnParams& p, cudaStream_t s) {
   return run(p, p.o, p.o_batch_stride, p.o_row_stride, p.o_head_stride, false, s);
 }
-
-ATTNGATE_REGISTER_KERNEL("reference",
-                         "fp32 SIMT flash-style oracle (64x64 tiles, precise expf/logf, IEEE "
-                         "division); O rounded to the input dtype",
-                         {DType::bf16, DType::fp16}, {64, 128, 256}, 80, &gpu_reference_launch);
 
 }  // namespace attngate
