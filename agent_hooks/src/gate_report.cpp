@@ -227,7 +227,9 @@ Timing judged_timing(const bench::KernelTiming& t) {
                               {&Timing::solo_handoff_us, "solo_handoff_us"},
                               {&Timing::judge_resolution_us, "judge_resolution_us"},
                               {&Timing::judge_resolution_pct, "judge_resolution_pct"},
-                              {&Timing::alone_event_ms, "alone_event_ms"}})
+                              {&Timing::alone_event_ms, "alone_event_ms"},
+                              {&Timing::lowest_handoff_us, "lowest_handoff_us"},
+                              {&Timing::round_trip_correction_us, "round_trip_correction_us"}})
     j.*field = t.get(name);
   j.process = t.process;
   j.foreign_kernel_names = t.foreign_kernel_names;
@@ -267,6 +269,7 @@ struct Policy {
   double baseline_disturbed_us = 0;  // BASELINE_DISTURBED: the baseline's round trip may move this much
   double baseline_alone_tolerance = 0;  // ... and its time from its time alone, as a share (0: not judged)
   double baseline_alone_slack_us = 0;   // ... plus this many µs (a context switch more on tiny calls)
+  double worker_clock_trust_us = 0;     // CLOCK_DISAGREE (h): the most the candidate worker's word moved its clock
   bool candidate_foreign_fail = true, baseline_foreign_fail = false, nondeterminism_fail = true, sandbox_fail = true;
   // Library-backed controls (the in-process cuDNN kernel): kernels under test that may launch
   // kernels outside their inventory. The shipped gate names none, so a candidate never may.
@@ -301,6 +304,8 @@ Policy read_policy(const Suite& suite, const std::string& suite_file) {
                                       &r.baseline_alone_tolerance, &r.baseline_alone_tolerance_source);
   p.baseline_alone_slack_us = number("baseline_alone_slack_us", kDefaultBaselineAloneSlackUs,
                                      &r.baseline_alone_slack_us, &r.baseline_alone_slack_us_source);
+  p.worker_clock_trust_us = number("worker_clock_trust_us", kDefaultWorkerClockTrustUs, &r.worker_clock_trust_us,
+                                   &r.worker_clock_trust_us_source);
   p.candidate_foreign_fail = fail_or_allow("candidate_foreign_kernels", kDefaultCandidateForeignKernels,
                                            &r.candidate_foreign_kernels, &r.candidate_foreign_kernels_source);
   p.baseline_foreign_fail = fail_or_allow("baseline_foreign_kernels", kDefaultBaselineForeignKernels,
@@ -330,7 +335,7 @@ Policy read_policy(const Suite& suite, const std::string& suite_file) {
 // contents, flush) takes as long for both, since GPU work of another context in that window would be
 // work outside the clock; (g) the judge's hold kernel was not kept off the GPU longer than the
 // baseline's (a time slice of another context is about 0.14 ms or more on the H200).
-void judge_clock_disagreements(const json& c, const json& b, double tol, std::vector<std::string>& out) {
+void judge_clock_disagreements(const json& c, const json& b, double tol, double trust_us, std::vector<std::string>& out) {
   const auto wc = num(c, "worker_event_ms"), ec = num(c, "event_ms"), wb = num(b, "worker_event_ms"),
              eb = num(b, "event_ms");
   if (wc && ec && wb && eb && std::abs((*wc - *ec) - (*wb - *eb)) > tol)
@@ -347,6 +352,14 @@ void judge_clock_disagreements(const json& c, const json& b, double tol, std::ve
     out.push_back("(g) the judge's hold kernel was kept off the GPU for " + fmt::format("{:.1f}", *gc) + " us during a call of "
                   "the candidate's (the baseline's longest: " + fmt::format("{:.1f}", *gb) + " us): another context ran while the "
                   "judge held its stream, before the clock started");
+  // (h) The bench moves the candidate worker's figures by its own word on its round trip, at most
+  // worker_clock_trust_us (gate.yaml, read by attngate_bench too); the baseline's, never.
+  const auto hc = num(c, "round_trip_correction_us"), hb = num(b, "round_trip_correction_us");
+  if (hc && std::abs(*hc) > trust_us + 1e-6)
+    out.push_back("(h) the candidate's round trip was corrected by " + fmt::format("{:+.2f}", *hc) +
+                  " us, more than worker_clock_trust_us (" + fmt::format("{:.2f}", trust_us) + " us)");
+  if (hb && std::abs(*hb) > 1e-6)
+    out.push_back("(h) the baseline's round trip was corrected by " + fmt::format("{:+.2f}", *hb) + " us; its clock is never moved");
 }
 
 // FORBIDDEN_SYMBOL: what the timed workers' kernel libraries define that they must not (a function
@@ -461,7 +474,7 @@ std::vector<std::string> clock_disagreements(const json& c, const json& b, const
     compare("(d) fresh inputs vs the rest", "fresh_wall_ms", "wall_ms", "wall time on fresh inputs", "wall time",
             wall_tol + 2 * p.wall_slack_ms);
   }
-  if (num(c, "isolated").value_or(0) > 0 && num(b, "isolated").value_or(0) > 0) judge_clock_disagreements(c, b, tol, out);
+  if (num(c, "isolated").value_or(0) > 0 && num(b, "isolated").value_or(0) > 0) judge_clock_disagreements(c, b, tol, p.worker_clock_trust_us, out);
   return out;
 }
 

@@ -63,6 +63,7 @@ struct Clocks {
   // judge's work before its clock, its hold kernel's longest gap, the round trips.
   std::optional<double> worker_event, alone_event;  // alone: the baseline before the candidate's worker existed
   double pre = 0.05, hold_gap_us = 2.0, reference_handoff_us = 287.5, solo_handoff_us = 287.4;
+  double round_trip_correction_us = 0;  // what the bench subtracted on the worker's word (CLOCK_DISAGREE (h))
   double fresh_calls = 4, isolated = 1;
   std::string process = "worker";
   std::vector<std::string> foreign_kernels;  // mangled names outside the worker's inventory
@@ -103,6 +104,7 @@ json timing(const std::string& name, const Clocks& c) {
           {"judge_resolution_us", 0.45},
           {"judge_resolution_pct", 100 * 0.00045 / c.event},
           {"alone_event_ms", c.alone_event.value_or(c.event)},
+          {"round_trip_correction_us", c.round_trip_correction_us},
           {"event_ms", c.event},
           {"kernel_ms", c.kernel},
           {"span_ms", c.kernel},
@@ -1283,6 +1285,25 @@ TEST_F(ReportPolicy, ClockDisagreeAgainstTheJudgesClock) {
   expect_reason(rows, "CLOCK_DISAGREE", {"gate_c"}, "(g) the judge's hold kernel was kept off the GPU for 62.0 us");
   rows[2].cand.hold_gap_us = 2.0 + 50;
   expect_pass(rows);
+}
+
+// CLOCK_DISAGREE (h): the bench moved the candidate worker's clock by its own word on its round
+// trip, at most worker_clock_trust_us (default 0), and never the baseline's.
+TEST_F(ReportPolicy, ClockDisagreeWhenTheWorkersWordMovedItsClockTooFar) {
+  ASSERT_EQ(prepare().exit_code, 0);
+  all_passed();
+  auto rows = aa_rows();
+  rows[0].cand.round_trip_correction_us = 0.4;  // the default trusts no word
+  expect_reason(rows, "CLOCK_DISAGREE", {"gate_a"}, "(h) the candidate's round trip was corrected by +0.40 us, more than");
+  settings("  worker_clock_trust_us: \"1.5\"\n");
+  rows[0].cand.round_trip_correction_us = -1.5;
+  expect_pass(rows);
+  EXPECT_EQ(report_json()["policy"]["worker_clock_trust_us"], 1.5);
+  rows[0].cand.round_trip_correction_us = 1.6;
+  expect_reason(rows, "CLOCK_DISAGREE", {"gate_a"}, "(h) the candidate's round trip was corrected by +1.60 us");
+  rows = aa_rows();
+  rows[1].base.round_trip_correction_us = 0.2;
+  expect_reason(rows, "CLOCK_DISAGREE", {"gate_b"}, "(h) the baseline's round trip was corrected by +0.20 us");
 }
 
 // CLOCK_DISAGREE's tolerances on the A/A rows (the slower event time is the baseline's 0.5003 ms)

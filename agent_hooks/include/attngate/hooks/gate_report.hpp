@@ -39,6 +39,7 @@ inline constexpr const char* kDefaultBaselineDisturbedUs = "20";
 // (the GPU switches among three contexts instead of two), 2.3 % of that call.
 inline constexpr const char* kDefaultBaselineAloneTolerance = "0.02";
 inline constexpr const char* kDefaultBaselineAloneSlackUs = "1.5";
+inline constexpr const char* kDefaultWorkerClockTrustUs = "0";
 // SANDBOX_UNAVAILABLE: a worker ran without a mechanism of its seal (fail) or the report says so
 // and goes on (allow).
 inline constexpr const char* kDefaultSandbox = "fail";

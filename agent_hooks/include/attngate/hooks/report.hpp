@@ -35,7 +35,8 @@ struct Timing {
   // the worker's own events; the judge's work before its clock; its hold kernel's longest gap; the
   // round trip subtracted and its spread per call (the clock's resolution, also as % of event_ms).
   std::optional<double> judge_ms, worker_event_ms, pre_ms, hold_gap_max_us, handoff_us, reference_handoff_us,
-      solo_handoff_us, judge_resolution_us, judge_resolution_pct, alone_event_ms;
+      solo_handoff_us, judge_resolution_us, judge_resolution_pct, alone_event_ms, lowest_handoff_us,
+      round_trip_correction_us;
   std::string process;
   std::vector<std::string> foreign_kernel_names;
 };
@@ -49,7 +50,7 @@ NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(Timing, event_ms, kernel_ms, spa
                                                 judge_ms, worker_event_ms, pre_ms, hold_gap_max_us, handoff_us,
                                                 reference_handoff_us, solo_handoff_us, judge_resolution_us,
                                                 judge_resolution_pct, alone_event_ms, process,
-                                                foreign_kernel_names)
+                                                foreign_kernel_names, lowest_handoff_us, round_trip_correction_us)
 
 // The fastest library measured on this GPU for a scenario (bench/baselines/<gpu>.json).
 struct BestBaselineRef {
@@ -114,9 +115,9 @@ NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(Correctness, suites, scenarios, 
 // The gate's policy (README: "Setting targets") as applied, each value with its source.
 struct PolicyRecord {
   double clock_tolerance = 0, clock_slack_ms = 0, wall_slack_ms = 0, baseline_disturbed_us = 0,
-         baseline_alone_tolerance = 0, baseline_alone_slack_us = 0;
+         baseline_alone_tolerance = 0, baseline_alone_slack_us = 0, worker_clock_trust_us = 0;
   std::string clock_tolerance_source, clock_slack_ms_source, wall_slack_ms_source, baseline_disturbed_us_source,
-      baseline_alone_tolerance_source, baseline_alone_slack_us_source;
+      baseline_alone_tolerance_source, baseline_alone_slack_us_source, worker_clock_trust_us_source;
   std::string candidate_foreign_kernels, baseline_foreign_kernels, nondeterminism, sandbox;  // fail | allow
   std::string candidate_foreign_kernels_source, baseline_foreign_kernels_source, nondeterminism_source,
       sandbox_source;
@@ -129,6 +130,7 @@ NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(PolicyRecord, clock_tolerance, c
                                                 clock_slack_ms_source, wall_slack_ms_source,
                                                 baseline_disturbed_us_source, baseline_alone_tolerance_source,
                                                 baseline_alone_slack_us, baseline_alone_slack_us_source,
+                                                worker_clock_trust_us, worker_clock_trust_us_source,
                                                 candidate_foreign_kernels, baseline_foreign_kernels, nondeterminism,
                                                 candidate_foreign_kernels_source, baseline_foreign_kernels_source,
                                                 nondeterminism_source, sandbox, sandbox_source, library_controls,
