@@ -19,15 +19,16 @@ namespace {
 
 using nlohmann::json;
 
-// agent_hooks/schema/lineage_record.schema.json, read once from the source tree (a harness file).
-const json& lineage_schema() {
-  static const json schema = [] {
+// agent_hooks/schema/lineage_record.schema.json, read and parsed once from the source tree (a harness
+// file): every line of every read is checked against it.
+const verify::SchemaValidator& lineage_schema() {
+  static const verify::SchemaValidator validator = [] {
     const std::filesystem::path file = std::filesystem::path(ATTNGATE_HOOKS_SOURCE_DIR) / "schema" / "lineage_record.schema.json";
     std::ifstream in(file);
     if (!in) throw std::runtime_error("cannot read the lineage schema " + file.string());
-    return json::parse(in);
+    return verify::SchemaValidator(json::parse(in));
   }();
-  return schema;
+  return validator;
 }
 
 std::string first_problems(const std::vector<std::string>& problems) {
@@ -105,7 +106,7 @@ LineageContents parse_lines(const std::string& text, const std::filesystem::path
       const json j = json::parse(line);
       c.records.push_back(j.get<Record>());
       // Kept (the version numbers count it), and named: a line another writer changed.
-      if (const auto problems = verify::schema_problems(lineage_schema(), j); !problems.empty())
+      if (const auto problems = lineage_schema().problems(j); !problems.empty())
         c.issues.push_back({file, line_no, std::string("a record that does not follow ") + kLineageSchema + ": " +
                                                first_problems(problems)});
     } catch (const std::exception& e) {
@@ -264,7 +265,7 @@ Record Lineage::append(const std::function<Record(const LineageContents&, int)>&
   Record record = build(earlier, evaluation ? evaluations + 1 : evaluations);
 
   const json doc = record;
-  if (const auto problems = verify::schema_problems(lineage_schema(), doc); !problems.empty())
+  if (const auto problems = lineage_schema().problems(doc); !problems.empty())
     throw std::runtime_error(std::string("a lineage record that does not follow ") + kLineageSchema +
                              " (agent_hooks/schema/lineage_record.schema.json) was not written: " + first_problems(problems));
   std::string line = doc.dump() + "\n";

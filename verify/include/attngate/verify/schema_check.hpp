@@ -35,33 +35,47 @@ inline std::string path_of(const std::vector<std::string>& context, nlohmann::js
 
 }  // namespace schema_detail
 
-// Where `doc` breaks `schema`, one line per problem ("$.runs[1].o: Missing required property
-// 'max_abs'."; a value of the wrong type is shown). valijson's summary lines for the enclosing
-// objects and arrays ("Failed to validate ...") are left out. A schema valijson cannot parse is
-// itself a problem.
+// A schema parsed once, for checking many documents (a lineage's lines). problems(doc): where `doc`
+// breaks it, one line per problem ("$.runs[1].o: Missing required property 'max_abs'."; a value of
+// the wrong type is shown). valijson's summary lines for the enclosing objects and arrays ("Failed
+// to validate ...") are left out. A schema valijson cannot parse is itself every document's problem.
+class SchemaValidator {
+ public:
+  explicit SchemaValidator(const nlohmann::json& schema) {
+    try {
+      valijson::SchemaParser(valijson::SchemaParser::kDraft7)
+          .populateSchema(valijson::adapters::NlohmannJsonAdapter(schema), parsed_);
+    } catch (const std::exception& e) {
+      unreadable_ = std::string("$: the schema cannot be read: ") + e.what();
+    }
+  }
+  std::vector<std::string> problems(const nlohmann::json& doc) const {
+    if (!unreadable_.empty()) return {unreadable_};
+    valijson::Validator validator(valijson::Validator::kStrongTypes);
+    valijson::ValidationResults results;
+    if (validator.validate(parsed_, valijson::adapters::NlohmannJsonAdapter(doc), &results)) return {};
+    std::vector<std::string> out;
+    valijson::ValidationResults::Error e;
+    while (results.popError(e)) {
+      if (e.description.rfind("Failed to validate", 0) == 0) continue;
+      nlohmann::json::json_pointer at;
+      std::string line = schema_detail::path_of(e.context, at) + ": ";
+      if (e.description.find("'type' constraint") != std::string::npos && doc.contains(at))
+        line += doc.at(at).dump() + ": ";
+      out.push_back(line + e.description);
+    }
+    if (out.empty()) out.push_back("$: does not follow the schema");  // only summary lines came
+    return out;
+  }
+
+ private:
+  valijson::Schema parsed_;
+  std::string unreadable_;
+};
+
+// One document against its schema (SchemaValidator, parsed for this call).
 inline std::vector<std::string> schema_problems(const nlohmann::json& schema, const nlohmann::json& doc) {
-  valijson::Schema parsed;
-  try {
-    valijson::SchemaParser(valijson::SchemaParser::kDraft7)
-        .populateSchema(valijson::adapters::NlohmannJsonAdapter(schema), parsed);
-  } catch (const std::exception& e) {
-    return {std::string("$: the schema cannot be read: ") + e.what()};
-  }
-  valijson::Validator validator(valijson::Validator::kStrongTypes);
-  valijson::ValidationResults results;
-  if (validator.validate(parsed, valijson::adapters::NlohmannJsonAdapter(doc), &results)) return {};
-  std::vector<std::string> problems;
-  valijson::ValidationResults::Error e;
-  while (results.popError(e)) {
-    if (e.description.rfind("Failed to validate", 0) == 0) continue;
-    nlohmann::json::json_pointer at;
-    std::string line = schema_detail::path_of(e.context, at) + ": ";
-    if (e.description.find("'type' constraint") != std::string::npos && doc.contains(at))
-      line += doc.at(at).dump() + ": ";
-    problems.push_back(line + e.description);
-  }
-  if (problems.empty()) problems.push_back("$: does not follow the schema");  // only summary lines came
-  return problems;
+  return SchemaValidator(schema).problems(doc);
 }
 
 }  // namespace attngate::verify
