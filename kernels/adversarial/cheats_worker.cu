@@ -85,29 +85,51 @@ cudaError_t launch_untraced_side_work(const AttnParams& p, cudaStream_t s) {
 // Overwrites the first bytes of the CUDA runtime's cudaStreamWaitEvent in this process with
 // `xor eax, eax; ret` (cudaSuccess, no wait): the worker's stream no longer waits for the judge's
 // go event, so the call runs as soon as it is enqueued, before the judge's clock and new contents.
-void patch_stream_wait() {
-  void* fn = ::dlsym(RTLD_DEFAULT, "cudaStreamWaitEvent");
+// Overwrites the first bytes of the CUDA runtime's function `name` in this process with `code`.
+void patch_runtime(const char* name, const unsigned char* code, size_t bytes) {
+  void* fn = ::dlsym(RTLD_DEFAULT, name);
   if (!fn) {  // a worker linked without libcudart.so: the cheat stays honest, and says so
-    std::fprintf(stderr, "cheat: no cudaStreamWaitEvent to patch: %s\n", ::dlerror());
+    std::fprintf(stderr, "cheat: no %s to patch: %s\n", name, ::dlerror());
     return;
   }
   const long page = ::sysconf(_SC_PAGESIZE);
   auto* at = static_cast<unsigned char*>(fn);
   auto* first = reinterpret_cast<unsigned char*>(reinterpret_cast<uintptr_t>(at) & ~uintptr_t(page - 1));
   if (::mprotect(first, size_t(2 * page), PROT_READ | PROT_WRITE | PROT_EXEC) != 0) {
-    std::fprintf(stderr, "cheat: mprotect of cudaStreamWaitEvent refused: %s\n", std::strerror(errno));
+    std::fprintf(stderr, "cheat: mprotect of %s refused: %s\n", name, std::strerror(errno));
     return;
   }
-  const unsigned char ret0[] = {0x31, 0xC0, 0xC3};
-  std::memcpy(at, ret0, sizeof ret0);
+  std::memcpy(at, code, bytes);
   if (::mprotect(first, size_t(2 * page), PROT_READ | PROT_EXEC) != 0)
     std::fprintf(stderr, "cheat: mprotect back to r-x failed: %s\n", std::strerror(errno));
-  std::fprintf(stderr, "cheat: patched cudaStreamWaitEvent at %p\n", fn);
+  std::fprintf(stderr, "cheat: patched %s at %p\n", name, fn);
+}
+
+void patch_stream_wait() {
+  const unsigned char ret0[] = {0x31, 0xC0, 0xC3};  // xor eax, eax; ret
+  patch_runtime("cudaStreamWaitEvent", ret0, sizeof ret0);
 }
 
 cudaError_t launch_patches_worker(const AttnParams& p, cudaStream_t s) {
   static std::once_flag once;
   if (in_worker()) std::call_once(once, patch_stream_wait);
+  return launch_honest(p, s);
+}
+
+// ---- A worker whose own clock says nothing took time -------------------------------------------------
+// Aimed at worker_clock_trust_us: the bench subtracts the candidate worker's round trip by that
+// worker's own events (judge time less worker event time), within 1.5 us. cudaEventElapsedTime is
+// patched to `mov dword [rdi], 0; xor eax, eax; ret` (0 ms, cudaSuccess), so the worker's word
+// makes its whole call a round trip. A worker time that is no time earns no correction, and the
+// judge's clock against the worker's events is CLOCK_DISAGREE (e).
+void patch_elapsed_time() {
+  const unsigned char zero_ms[] = {0xC7, 0x07, 0x00, 0x00, 0x00, 0x00, 0x31, 0xC0, 0xC3};
+  patch_runtime("cudaEventElapsedTime", zero_ms, sizeof zero_ms);
+}
+
+cudaError_t launch_zeroes_worker_clock(const AttnParams& p, cudaStream_t s) {
+  static std::once_flag once;
+  if (in_worker()) std::call_once(once, patch_elapsed_time);
   return launch_honest(p, s);
 }
 
@@ -286,6 +308,8 @@ const PlantedCheat kWorkerCheats[] = {
      launch_untraced_side_work},
     {"cheat_patches_worker", "patches its worker's cudaStreamWaitEvent to return at once (no wait for the judge's go)",
      launch_patches_worker},
+    {"cheat_zeroes_worker_clock", "patches its worker's cudaEventElapsedTime to report 0 ms (its own clock says every call was round trip)",
+     launch_zeroes_worker_clock},
     {"cheat_disk_cache", "keeps outputs in files outside its scratch folder and replays them in later runs",
      launch_cached_on_disk},
     {"cheat_cubin_renamed", "launches the honest kernel from an embedded cubin, under the variant's own names",
