@@ -1,33 +1,17 @@
 #include "attngate/hooks/churn.hpp"
 
-#include <stdlib.h>
-#include <unistd.h>
-
 #include <filesystem>
 #include <fstream>
 #include <stdexcept>
 #include <unordered_set>
 
 #include "attngate/hooks/process.hpp"
+#include "attngate/hooks/scratch_dir.hpp"
 
 namespace attngate::hooks {
 namespace {
 
 namespace fs = std::filesystem;
-
-// A temporary folder that is removed with everything in it when it goes out of scope.
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    std::string tmpl = (fs::temp_directory_path() / "attngate_churn_XXXXXX").string();
-    if (!::mkdtemp(tmpl.data())) throw std::runtime_error(std::string(__FILE__) + ":" + std::to_string(__LINE__) + ": mkdtemp failed");
-    path = tmpl;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-};
 
 void write_lines(const fs::path& file, const std::vector<std::string>& lines) {
   std::ofstream out(file, std::ios::binary);
@@ -56,11 +40,11 @@ bool whitespace_only(const std::string& line) {
 // git's minimal diff of the two texts, without context: every "-" line of its hunks deleted, every
 // "+" line added (the file header comes before the first "@@").
 LineDiff diff_lines(const std::vector<std::string>& a, const std::vector<std::string>& b) {
-  const TempDir tmp;
-  write_lines(tmp.path / "a", a);
-  write_lines(tmp.path / "b", b);
+  const ScratchDir tmp("attngate_churn");
+  write_lines(tmp.path() / "a", a);
+  write_lines(tmp.path() / "b", b);
   RunOptions o;
-  o.cwd = tmp.path;
+  o.cwd = tmp.path();
   const RunResult r = run_process({"git", "diff", "--no-index", "--no-color", "--no-ext-diff", "--diff-algorithm=minimal",
                                    "--unified=0", "--", "a", "b"}, o);
   if (r.exit_code != 0 && r.exit_code != 1)

@@ -5,11 +5,13 @@
 
 #include <atomic>
 #include <fstream>
+#include <optional>
 #include <sstream>
 
 #include "attngate/hooks/candidate_tree.hpp"
 #include "attngate/hooks/git.hpp"
 #include "attngate/hooks/process.hpp"
+#include "attngate/hooks/scratch_dir.hpp"
 #include "attngate/hooks/sha256.hpp"
 
 namespace attngate::hooks {
@@ -58,9 +60,13 @@ RunResult git(const fs::path& repo, std::vector<std::string> args) {
 // Both sides written under a temporary folder, compared by git diff --no-index.
 SourceDiff diff_files(const FileMap& a, const std::string& la, const FileMap& b, const std::string& lb) {
   SourceDiff d;
-  std::string tmpl = (fs::temp_directory_path() / "attngate_diff_XXXXXX").string();
-  if (!::mkdtemp(tmpl.data())) return {false, {}, {}, {}, "cannot make a temporary folder"};
-  const fs::path tmp = tmpl;
+  std::optional<ScratchDir> scratch;
+  try {
+    scratch.emplace("attngate_diff");
+  } catch (const std::exception& e) {
+    return {false, {}, {}, {}, e.what()};
+  }
+  const fs::path& tmp = scratch->path();
   bool ok = true;
   for (const auto& [side, label] : {std::pair{&a, la}, std::pair{&b, lb}}) {
     fs::create_directories(tmp / label);
@@ -69,8 +75,6 @@ SourceDiff diff_files(const FileMap& a, const std::string& la, const FileMap& b,
   RunOptions o;
   o.cwd = tmp;
   auto r = ok ? run_process({"git", "diff", "--no-index", "--no-color", "--", la, lb}, o) : RunResult{};
-  std::error_code ec;
-  fs::remove_all(tmp, ec);
   if (!ok) return {false, {}, {}, {}, "cannot write the versions' files to compare"};
   if (r.exit_code != 0 && r.exit_code != 1) return {false, {}, {}, {}, "git diff --no-index failed: " + r.err};
   d.available = true;
