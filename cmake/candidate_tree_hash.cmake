@@ -1,6 +1,6 @@
 # The candidate tree hash at build time, for the binaries that embed it (the gate report carries it
 # as provenance.candidate_tree_sha256_built, which `attngate gate` compares with the hash it took
-# before building). Same definition as agent_hooks/include/attngate/hooks/candidate_tree.hpp:
+# before building). Same definition as agent_hooks/gate/include/attngate/gate/candidate_tree.hpp:
 # sha256 over "<sha256 of the file>  <path relative to DIR>\n" for every regular file below DIR,
 # sorted by path. The unit test unit.hooks.CandidateTree.* checks that both agree.
 #   cmake -DDIR=<folder> -DOUT=<header> -P candidate_tree_hash.cmake

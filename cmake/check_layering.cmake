@@ -3,7 +3,8 @@
 # the line, when one comes back.
 #  - kernels/ includes only the headers of kernels/ (its api/ and worker/ folders), and its
 #    CMakeLists name no other top-level folder;
-#  - scenarios/ uses only its own headers and the params header of kernels/ (attngate/params.hpp).
+#  - scenarios/ uses only its own headers and the params header of kernels/ (attngate/params.hpp);
+#  - agent_hooks/gate/ includes no header of the rest of agent_hooks/ (attngate/hooks/...).
 # Known exceptions, still to move (issue 21): the adversarial driver (kernels/adversarial/driver/),
 # which runs the judges as child processes, and scenarios/tools/, which lists every kernel's
 # scenarios and so links the registry.
@@ -43,6 +44,17 @@ file(GLOB scenario_headers RELATIVE ${ROOT}/scenarios/include ${ROOT}/scenarios/
 set(scenarios_allowed "attngate/params.hpp" ${scenario_headers})
 scan_includes(scenarios scenarios_allowed "^scenarios/tools/")
 
+# agent_hooks/gate/ (the verdict) uses nothing of the agent side around it: the lineage, the
+# supervisor, the questions, the receipt and the commands are agent_hooks/'s own headers.
+file(GLOB_RECURSE gate_sources RELATIVE ${ROOT} ${ROOT}/agent_hooks/gate/*.hpp ${ROOT}/agent_hooks/gate/*.cpp)
+foreach(src IN LISTS gate_sources)
+  file(STRINGS ${ROOT}/${src} lines REGEX "^[ \t]*#[ \t]*include[ \t]+\"attngate/hooks/")
+  foreach(line IN LISTS lines)
+    string(STRIP "${line}" line)
+    set(problems "${problems}\n  ${src}: ${line} (agent_hooks/gate/ must not use agent_hooks/'s own headers)")
+  endforeach()
+endforeach()
+
 file(GLOB_RECURSE kernel_cmake RELATIVE ${ROOT} ${ROOT}/kernels/CMakeLists.txt ${ROOT}/kernels/*/CMakeLists.txt
      ${ROOT}/kernels/*.cmake)
 foreach(f IN LISTS kernel_cmake)
@@ -59,4 +71,4 @@ endforeach()
 if(problems)
   message(FATAL_ERROR "layering: a folder reaches up or sideways (README.md, issue 21):${problems}")
 endif()
-message(STATUS "layering: kernels/ includes only its own headers; scenarios/ only its own and attngate/params.hpp")
+message(STATUS "layering: kernels/ includes only its own headers; scenarios/ only its own and attngate/params.hpp; agent_hooks/gate/ none of agent_hooks/")

@@ -5,7 +5,7 @@
 #include <stdexcept>
 #include <unordered_set>
 
-#include "attngate/hooks/process.hpp"
+#include "attngate/gate/process.hpp"
 #include "attngate/hooks/scratch_dir.hpp"
 
 namespace attngate::hooks {

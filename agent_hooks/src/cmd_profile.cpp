@@ -15,7 +15,7 @@
 
 #include "attngate/bench/profile_call.hpp"
 #include "attngate/hooks/commands.hpp"
-#include "attngate/hooks/process.hpp"
+#include "attngate/gate/process.hpp"
 #include "attngate/hooks/profile.hpp"
 #include "attngate/scenario.hpp"
 #include "attngate/worker/libraries.hpp"

@@ -1,4 +1,4 @@
-#include "attngate/hooks/reason_codes.hpp"
+#include "attngate/gate/reason_codes.hpp"
 #include <fmt/format.h>
 #include <fmt/printf.h>
 
@@ -19,17 +19,17 @@
 #include <sstream>
 
 #include "attngate/hooks/build_lock.hpp"
-#include "attngate/hooks/candidate_tree.hpp"
+#include "attngate/gate/candidate_tree.hpp"
 #include "attngate/hooks/churn.hpp"
 #include "attngate/hooks/dry_run.hpp"
 #include "attngate/hooks/gate_result.hpp"
-#include "attngate/hooks/git.hpp"
-#include "attngate/hooks/process.hpp"
+#include "attngate/gate/git.hpp"
+#include "attngate/gate/process.hpp"
 #include "attngate/hooks/progress.hpp"
 #include "attngate/hooks/questions.hpp"
 #include "attngate/hooks/receipt.hpp"
 #include "attngate/hooks/redirect.hpp"
-#include "attngate/hooks/sha256.hpp"
+#include "attngate/gate/digest.hpp"
 #include "attngate/hooks/supervisor.hpp"
 #include "attngate/hooks/version_store.hpp"
 #include "attngate/verify/json_document.hpp"

@@ -10,11 +10,11 @@
 
 #include <fmt/printf.h>
 
-#include "attngate/hooks/candidate_tree.hpp"
+#include "attngate/gate/candidate_tree.hpp"
 #include "attngate/hooks/gate_result.hpp"
-#include "attngate/hooks/git.hpp"
-#include "attngate/hooks/report.hpp"
-#include "attngate/hooks/sha256.hpp"
+#include "attngate/gate/git.hpp"
+#include "attngate/gate/report.hpp"
+#include "attngate/gate/digest.hpp"
 #include "attngate/hooks/version_store.hpp"
 #include "attngate/scenario.hpp"
 

@@ -277,20 +277,5 @@ Record Lineage::append(const std::function<Record(const LineageContents&, int)>&
   return record;
 }
 
-std::string now_iso8601() {
-  std::time_t t = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
-  std::tm tm{};
-  ::gmtime_r(&t, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
-}
-
-std::optional<long long> parse_iso8601(const std::string& text) {
-  std::tm tm{};
-  const char* end = ::strptime(text.c_str(), "%Y-%m-%dT%H:%M:%SZ", &tm);
-  if (end == nullptr || *end != '\0') return std::nullopt;
-  return static_cast<long long>(::timegm(&tm));
-}
 
 }  // namespace attngate::hooks

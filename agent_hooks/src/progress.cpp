@@ -4,7 +4,7 @@
 #include <cstdio>
 #include <fstream>
 
-#include "attngate/hooks/gate_report.hpp"
+#include "attngate/gate/gate_report.hpp"
 
 namespace attngate::hooks {
 namespace fs = std::filesystem;

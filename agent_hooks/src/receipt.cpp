@@ -10,7 +10,7 @@
 #include <cstring>
 #include <stdexcept>
 
-#include "attngate/hooks/sha256.hpp"
+#include "attngate/gate/digest.hpp"
 
 namespace attngate::hooks {
 namespace fs = std::filesystem;

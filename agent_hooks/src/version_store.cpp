@@ -8,11 +8,11 @@
 #include <optional>
 #include <sstream>
 
-#include "attngate/hooks/candidate_tree.hpp"
-#include "attngate/hooks/git.hpp"
-#include "attngate/hooks/process.hpp"
+#include "attngate/gate/candidate_tree.hpp"
+#include "attngate/gate/git.hpp"
+#include "attngate/gate/process.hpp"
 #include "attngate/hooks/scratch_dir.hpp"
-#include "attngate/hooks/sha256.hpp"
+#include "attngate/gate/digest.hpp"
 
 namespace attngate::hooks {
 namespace fs = std::filesystem;

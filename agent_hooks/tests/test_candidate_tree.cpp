@@ -7,9 +7,9 @@
 
 #include <gtest/gtest.h>
 
-#include "attngate/hooks/candidate_tree.hpp"
+#include "attngate/gate/candidate_tree.hpp"
 #include "attngate/hooks/receipt.hpp"
-#include "attngate/hooks/sha256.hpp"
+#include "attngate/gate/digest.hpp"
 #include "test_util.hpp"
 
 namespace attngate::hooks {

@@ -4,7 +4,7 @@
 
 #include "attngate/hooks/churn.hpp"
 #include "attngate/hooks/commands.hpp"
-#include "attngate/hooks/report.hpp"
+#include "attngate/gate/report.hpp"
 #include "test_util.hpp"
 
 namespace attngate::hooks {

@@ -8,11 +8,11 @@
 #include <fstream>
 
 #include "attngate/bench/compare.hpp"
-#include "attngate/hooks/best_baselines.hpp"
-#include "attngate/hooks/candidate_tree.hpp"
-#include "attngate/hooks/gate_report.hpp"
-#include "attngate/hooks/report.hpp"
-#include "attngate/hooks/sha256.hpp"
+#include "attngate/gate/best_baselines.hpp"
+#include "attngate/gate/candidate_tree.hpp"
+#include "attngate/gate/gate_report.hpp"
+#include "attngate/gate/report.hpp"
+#include "attngate/gate/digest.hpp"
 #include "attngate/scenario.hpp"
 #include "attngate/verify/schema_check.hpp"
 #include "test_util.hpp"

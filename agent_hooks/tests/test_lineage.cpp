@@ -8,7 +8,7 @@
 #include <gtest/gtest.h>
 
 #include "attngate/hooks/lineage.hpp"
-#include "attngate/hooks/sha256.hpp"
+#include "attngate/gate/digest.hpp"
 #include "test_util.hpp"
 
 namespace attngate::hooks {

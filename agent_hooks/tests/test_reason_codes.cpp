@@ -8,10 +8,11 @@
 #include <set>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
-#include "attngate/hooks/reason_codes.hpp"
+#include "attngate/gate/reason_codes.hpp"
 
 namespace {
 
@@ -67,12 +68,15 @@ TEST(ReasonCodes, EveryCodeTheSourcesWriteIsInTheTable) {
       R"re((?:reasons\.add\(|flag\(|fail_with\([^,]+,|synthesized_failure\(|reasons\.push_back\(\{|return \{)\s*"([A-Z][A-Z_]+)"|code = "([A-Z][A-Z_]+)")re");
   const auto known = table();
   int seen = 0;
-  for (const auto& f : fs::directory_iterator(kHooks / "src")) {
-    const std::string text = slurp(f.path());
+  std::vector<fs::path> sources;
+  for (const fs::path& dir : {kHooks / "src", kHooks / "gate" / "src"})
+    for (const auto& f : fs::directory_iterator(dir)) sources.push_back(f.path());
+  for (const fs::path& f : sources) {
+    const std::string text = slurp(f);
     for (std::sregex_iterator it(text.begin(), text.end(), use), e; it != e; ++it) {
       const std::string c = (*it)[1].matched ? (*it)[1].str() : (*it)[2].str();
       ++seen;
-      EXPECT_TRUE(known.count(c)) << f.path().filename() << ": " << c;
+      EXPECT_TRUE(known.count(c)) << f.filename() << ": " << c;
     }
   }
   EXPECT_GT(seen, 30);  // the scan found the writers

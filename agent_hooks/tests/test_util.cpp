@@ -8,7 +8,7 @@
 
 #include <gtest/gtest.h>
 
-#include "attngate/hooks/report.hpp"
+#include "attngate/gate/report.hpp"
 
 namespace attngate::hooks::test {
 

@@ -11,7 +11,7 @@
 
 #include "attngate/hooks/commands.hpp"
 #include "attngate/hooks/lineage.hpp"
-#include "attngate/hooks/process.hpp"
+#include "attngate/gate/process.hpp"
 
 namespace attngate::hooks::test {
 

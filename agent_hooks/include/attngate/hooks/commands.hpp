@@ -6,11 +6,11 @@
 #include <string>
 #include <vector>
 
-#include "attngate/hooks/gate_report.hpp"
-#include "attngate/hooks/git.hpp"
+#include "attngate/gate/gate_report.hpp"
+#include "attngate/gate/git.hpp"
 #include "attngate/hooks/lineage.hpp"
 #include "attngate/hooks/questions.hpp"
-#include "attngate/hooks/report.hpp"
+#include "attngate/gate/report.hpp"
 #include "attngate/hooks/supervisor.hpp"
 
 namespace attngate::hooks {

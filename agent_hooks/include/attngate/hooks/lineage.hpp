@@ -11,7 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "attngate/hooks/report.hpp"
+#include "attngate/gate/report.hpp"
 
 namespace attngate::hooks {
 
@@ -109,8 +109,5 @@ class Lineage {
   std::filesystem::path file_;
 };
 
-std::string now_iso8601();
-// Seconds since the epoch; nullopt when the text is not "YYYY-MM-DDTHH:MM:SSZ".
-std::optional<long long> parse_iso8601(const std::string& text);
 
 }  // namespace attngate::hooks

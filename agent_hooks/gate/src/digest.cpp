@@ -1,5 +1,5 @@
 // SHA-256 and HMAC-SHA256 through OpenSSL's libcrypto (one-shot EVP_Digest and HMAC).
-#include "attngate/hooks/sha256.hpp"
+#include "attngate/gate/digest.hpp"
 
 #include <openssl/evp.h>
 #include <openssl/hmac.h>

@@ -1,8 +1,8 @@
-#include "attngate/hooks/reason_codes.hpp"
+#include "attngate/gate/reason_codes.hpp"
 #include <fmt/format.h>
 #include <fmt/printf.h>
 
-#include "attngate/hooks/gate_report.hpp"
+#include "attngate/gate/gate_report.hpp"
 
 #include <unistd.h>
 
@@ -17,13 +17,13 @@
 #include <sstream>
 
 #include "attngate/bench/comparison_document.hpp"
-#include "attngate/hooks/best_baselines.hpp"
-#include "attngate/hooks/candidate_tree.hpp"
-#include "attngate/hooks/git.hpp"
-#include "attngate/hooks/harness.hpp"
-#include "attngate/hooks/lineage.hpp"
-#include "attngate/hooks/report.hpp"
-#include "attngate/hooks/sha256.hpp"
+#include "attngate/gate/best_baselines.hpp"
+#include "attngate/gate/candidate_tree.hpp"
+#include "attngate/gate/git.hpp"
+#include "attngate/gate/harness.hpp"
+
+#include "attngate/gate/report.hpp"
+#include "attngate/gate/digest.hpp"
 #include "attngate/scenario.hpp"
 #include "attngate/verify/result_document.hpp"
 #include "attngate/verify/schema_check.hpp"

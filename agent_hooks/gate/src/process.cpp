@@ -1,4 +1,4 @@
-#include "attngate/hooks/process.hpp"
+#include "attngate/gate/process.hpp"
 
 #include <fcntl.h>
 #include <poll.h>

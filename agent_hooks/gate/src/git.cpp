@@ -1,9 +1,9 @@
-#include "attngate/hooks/git.hpp"
+#include "attngate/gate/git.hpp"
 
 #include <charconv>
 #include <sstream>
 
-#include "attngate/hooks/process.hpp"
+#include "attngate/gate/process.hpp"
 
 namespace attngate::hooks {
 namespace {

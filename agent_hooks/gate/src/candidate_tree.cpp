@@ -1,10 +1,10 @@
-#include "attngate/hooks/candidate_tree.hpp"
+#include "attngate/gate/candidate_tree.hpp"
 
 #include <algorithm>
 #include <map>
 #include <stdexcept>
 
-#include "attngate/hooks/sha256.hpp"
+#include "attngate/gate/digest.hpp"
 
 namespace attngate::hooks {
 namespace fs = std::filesystem;

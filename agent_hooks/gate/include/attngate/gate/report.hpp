@@ -211,6 +211,11 @@ struct GateReport {
   bool dry_run = false;  // synthesized by `attngate gate --dry-run`, never measured
 };
 
+// UTC time stamps as the report and the lineage write them: "YYYY-MM-DDTHH:MM:SSZ".
+std::string now_iso8601();
+// Seconds since the epoch; nullopt when the text is not "YYYY-MM-DDTHH:MM:SSZ".
+std::optional<long long> parse_iso8601(const std::string& text);
+
 // Throws std::runtime_error naming the offending field.
 GateReport parse_report(const nlohmann::json& j);
 GateReport load_report(const std::filesystem::path& file);

@@ -1,10 +1,10 @@
-#include "attngate/hooks/harness.hpp"
+#include "attngate/gate/harness.hpp"
 
 #include <algorithm>
 #include <set>
 
-#include "attngate/hooks/process.hpp"
-#include "attngate/hooks/sha256.hpp"
+#include "attngate/gate/process.hpp"
+#include "attngate/gate/digest.hpp"
 
 namespace attngate::hooks {
 namespace fs = std::filesystem;

@@ -1,6 +1,8 @@
-#include "attngate/hooks/reason_codes.hpp"
-#include "attngate/hooks/report.hpp"
+#include "attngate/gate/reason_codes.hpp"
+#include "attngate/gate/report.hpp"
 
+#include <chrono>
+#include <ctime>
 #include <fstream>
 #include <stdexcept>
 
@@ -71,6 +73,22 @@ bool has_reason(const std::vector<Reason>& reasons, const std::string& code) {
   for (const auto& r : reasons)
     if (r.code == code) return true;
   return false;
+}
+
+std::string now_iso8601() {
+  std::time_t t = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
+  std::tm tm{};
+  ::gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+std::optional<long long> parse_iso8601(const std::string& text) {
+  std::tm tm{};
+  const char* end = ::strptime(text.c_str(), "%Y-%m-%dT%H:%M:%SZ", &tm);
+  if (end == nullptr || *end != '\0') return std::nullopt;
+  return static_cast<long long>(::timegm(&tm));
 }
 
 }  // namespace attngate::hooks

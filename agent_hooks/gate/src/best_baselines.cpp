@@ -1,11 +1,11 @@
-#include "attngate/hooks/best_baselines.hpp"
+#include "attngate/gate/best_baselines.hpp"
 
 #include <cctype>
 #include <cmath>
 
 #include <nlohmann/json.hpp>
 
-#include "attngate/hooks/sha256.hpp"
+#include "attngate/gate/digest.hpp"
 
 namespace attngate::hooks {
 namespace fs = std::filesystem;
