@@ -73,7 +73,7 @@ def outcome(case):
 
 
 def only_nondeterministic(doc):
-    """The gate's rule (agent_hooks/src/gate_report.cpp only_nondeterministic)."""
+    """The gate's rule (agent_hooks/gate/src/rules_correctness.cpp only_nondeterministic)."""
     any_reason = False
     for run in doc.get("runs", []):
         if run.get("pass", True):

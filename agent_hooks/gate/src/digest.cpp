@@ -1,6 +1,8 @@
 // SHA-256 and HMAC-SHA256 through OpenSSL's libcrypto (one-shot EVP_Digest and HMAC).
 #include "attngate/gate/digest.hpp"
 
+#include <algorithm>
+
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
 
@@ -57,6 +59,10 @@ std::optional<std::string> sha256_file(const std::filesystem::path& file) {
   auto text = read_file(file);
   if (!text) return std::nullopt;
   return sha256_hex(*text);
+}
+
+bool is_sha256_hex(const std::string& h) {
+  return h.size() == 64 && std::all_of(h.begin(), h.end(), [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); });
 }
 
 }  // namespace attngate::hooks

@@ -1,6 +1,6 @@
 // The comparison document (schema attngate.comparison/1): what `attngate_bench(_judge)
 // --compare=K,B --compare_out=FILE` writes (compare.cpp), what the gate report judges
-// (agent_hooks/src/gate_report.cpp) and what `attngate_stats merge|judge` read and write. One typed
+// (agent_hooks/gate/src/gate_report.cpp) and what `attngate_stats merge|judge` read and write. One typed
 // definition for every writer and reader; the JSON Schema is bench/schema/comparison.schema.json,
 // which the Python tools check a file against. bench/README.md ("Comparisons") says what each
 // field means. NaN and infinity are written as null (std::nullopt here).

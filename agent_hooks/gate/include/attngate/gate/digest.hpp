@@ -18,5 +18,8 @@ std::string to_hex(std::string_view bytes);  // lowercase
 // nullopt when the file cannot be read.
 std::optional<std::string> sha256_file(const std::filesystem::path& file);
 std::optional<std::string> read_file(const std::filesystem::path& file);
+// A build hash as the worker's build writes it: 64 lowercase hex digits. Anything else (empty, a
+// NUL in front, another length) names no build.
+bool is_sha256_hex(const std::string& h);
 
 }  // namespace attngate::hooks

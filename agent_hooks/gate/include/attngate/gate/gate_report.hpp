@@ -3,7 +3,7 @@
 // left in this run (one verify result per scenario, the performance comparison), judges them
 // against the suite's targets, adds provenance and tamper evidence, and writes
 // <out>/report.json (schema attngate.gate_report/1) and <out>/report.md. agent_hooks/README.md
-// states every rule.
+// states every rule; gate/README.md gives the order to read the files in.
 #include <filesystem>
 #include <optional>
 #include <stdexcept>
@@ -11,45 +11,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include "attngate/gate/policy.hpp"  // ReportConfigError
+
 namespace attngate::hooks {
-
-// A configuration the report cannot be judged under (bad target, unknown suite): exit 2, no report.
-class ReportConfigError : public std::runtime_error {
- public:
-  using std::runtime_error::runtime_error;
-};
-
-// Thresholds of the WALL_KERNEL_MISMATCH rule (README: "Reason codes").
-inline constexpr double kMismatchRatio = 1.5;        // clock / kernel time of the candidate above this
-inline constexpr double kMismatchExcessShare = 0.2;  // and its excess over the baseline's above this x kernel time
-inline constexpr double kMismatchExcessMinMs = 0.025;  // ... and above 25 µs
-
-// Defaults of the gate suite's policy settings (README: "Setting targets"); each is overridden by
-// settings.<name> of the suite file and recorded in report.json's `policy` with its source.
-inline constexpr const char* kDefaultClockTolerance = "0.05";  // CLOCK_DISAGREE: share of the slower event time
-inline constexpr const char* kDefaultClockSlackMs = "0.03";    // ... plus this many ms (event-time pairs)
-inline constexpr const char* kDefaultWallSlackMs = "0.3";      // ... or this many (the judge's wall clock)
-// BASELINE_DISTURBED: the baseline's round trip to the judge may differ from the one measured alone
-// by this many µs (its spread per call was about 0.5 µs on the H200, 2026-12-01; a GPU hog in
-// another process added 180).
-inline constexpr const char* kDefaultBaselineDisturbedUs = "20";
-// ... and its median time in the comparison may differ from its time alone, before the candidate's
-// worker existed, by this share (0: not judged) plus this many µs: on the H200 (2026-12-02) a
-// 26 µs call of an honest pair ran 0.6 µs slower beside the second, idle, worker than alone, twice
-// (the GPU switches among three contexts instead of two), 2.3 % of that call.
-inline constexpr const char* kDefaultBaselineAloneTolerance = "0.02";
-inline constexpr const char* kDefaultBaselineAloneSlackUs = "1.5";
-inline constexpr const char* kDefaultWorkerClockTrustUs = "0";
-// SANDBOX_UNAVAILABLE: a worker ran without a mechanism of its seal (fail) or the report says so
-// and goes on (allow).
-inline constexpr const char* kDefaultSandbox = "fail";
-inline constexpr const char* kDefaultCandidateForeignKernels = "fail";  // FOREIGN_KERNEL for the candidate
-inline constexpr const char* kDefaultBaselineForeignKernels = "allow";  // ... for the baseline (cuDNN is honest)
-inline constexpr const char* kDefaultNondeterminism = "fail";           // NONDETERMINISTIC
-// The verifier's reason prefix for a repeated call that differs (verify/verify_case.hpp), and the
-// phrase it adds when the second call left poisoned elements unwritten (skipped work, not a race).
-inline constexpr const char* kNotDeterministicPrefix = "not deterministic:";
-inline constexpr const char* kLeftUnwrittenPhrase = "left unwritten";
 
 struct ReportInputs {
   std::filesystem::path repo;       // the checkout judged: commit, harness, candidate
