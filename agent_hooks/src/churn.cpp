@@ -1,4 +1,5 @@
 #include "attngate/hooks/churn.hpp"
+#include "attngate/gate/git.hpp"
 
 #include <filesystem>
 #include <fstream>
@@ -21,17 +22,7 @@ void write_lines(const fs::path& file, const std::vector<std::string>& lines) {
 
 }  // namespace
 
-std::vector<std::string> split_lines(const std::string& text) {
-  std::vector<std::string> lines;
-  std::size_t start = 0;
-  while (start < text.size()) {
-    std::size_t end = text.find('\n', start);
-    if (end == std::string::npos) end = text.size();
-    lines.emplace_back(text, start, end - start);
-    start = end + 1;
-  }
-  return lines;
-}
+std::vector<std::string> split_lines(const std::string& text) { return split_on(text, '\n', true); }
 
 bool whitespace_only(const std::string& line) {
   return line.find_first_not_of(" \t\r\f\v") == std::string::npos;

@@ -1,5 +1,7 @@
 #include "attngate/gate/git.hpp"
 
+#include <algorithm>
+
 #include <charconv>
 #include <sstream>
 
@@ -81,6 +83,16 @@ std::vector<CommittedVersion> git_committed_versions(const std::filesystem::path
       std::from_chars(ver.data(), ver.data() + ver.size(), v.version);
     }
     out.push_back(v);
+  }
+  return out;
+}
+
+std::vector<std::string> split_on(const std::string& text, char delim, bool keep_empty) {
+  std::vector<std::string> out;
+  for (std::size_t start = 0; start < text.size();) {
+    const std::size_t end = std::min(text.find(delim, start), text.size());
+    if (keep_empty || end > start) out.emplace_back(text, start, end - start);
+    start = end + 1;
   }
   return out;
 }

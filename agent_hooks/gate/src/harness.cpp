@@ -1,4 +1,5 @@
 #include "attngate/gate/harness.hpp"
+#include "attngate/gate/git.hpp"
 
 #include <algorithm>
 #include <set>
@@ -14,18 +15,6 @@ namespace {
 RunResult git(const fs::path& repo, std::vector<std::string> args) {
   args.insert(args.begin(), {"git", "-C", repo.string()});
   return run_process(args);
-}
-
-std::vector<std::string> split_nul(const std::string& s) {
-  std::vector<std::string> out;
-  std::size_t start = 0;
-  while (start < s.size()) {
-    std::size_t end = s.find('\0', start);
-    if (end == std::string::npos) end = s.size();
-    if (end > start) out.push_back(s.substr(start, end - start));
-    start = end + 1;
-  }
-  return out;
 }
 
 bool under(const std::string& path, const std::string& dir) {
@@ -103,7 +92,7 @@ HarnessCheck check_harness(const fs::path& repo, const std::vector<std::string>&
       out.why = "git status failed: " + status.err;
     } else {
       out.verified = true;
-      for (const auto& entry : split_nul(status.out)) {
+      for (const auto& entry : split_on(status.out, '\0', false)) {
         if (entry.size() < 4) continue;
         std::string rel = entry.substr(3);
         if (in_harness(rel, excluded)) out.modified.push_back(rel);
@@ -114,7 +103,7 @@ HarnessCheck check_harness(const fs::path& repo, const std::vector<std::string>&
     args = {"ls-files", "-z", "--cached", "--others", "--exclude-standard"};
     args.insert(args.end(), specs.begin(), specs.end());
     auto listed = git(repo, args);
-    for (const auto& rel : split_nul(listed.out))
+    for (const auto& rel : split_on(listed.out, '\0', false))
       if (in_harness(rel, excluded)) files.insert(rel);
   }
   for (const auto& rel : files)

@@ -80,24 +80,49 @@ Policy read_policy(const Suite& suite, const std::string& suite_file) {
     if (*value != "fail" && *value != "allow") throw ReportConfigError(*source + "='" + *value + "' is not fail or allow");
     return *value == "fail";
   };
-  p.clock_tolerance = number("clock_tolerance", kDefaultClockTolerance, &r.clock_tolerance, &r.clock_tolerance_source);
-  p.clock_slack_ms = number("clock_slack_ms", kDefaultClockSlackMs, &r.clock_slack_ms, &r.clock_slack_ms_source);
-  p.wall_slack_ms = number("wall_slack_ms", kDefaultWallSlackMs, &r.wall_slack_ms, &r.wall_slack_ms_source);
-  p.baseline_disturbed_us = number("baseline_disturbed_us", kDefaultBaselineDisturbedUs, &r.baseline_disturbed_us,
-                                   &r.baseline_disturbed_us_source);
-  p.baseline_alone_tolerance = number("baseline_alone_tolerance", kDefaultBaselineAloneTolerance,
-                                      &r.baseline_alone_tolerance, &r.baseline_alone_tolerance_source);
-  p.baseline_alone_slack_us = number("baseline_alone_slack_us", kDefaultBaselineAloneSlackUs,
-                                     &r.baseline_alone_slack_us, &r.baseline_alone_slack_us_source);
-  p.worker_clock_trust_us = number("worker_clock_trust_us", kDefaultWorkerClockTrustUs, &r.worker_clock_trust_us,
-                                   &r.worker_clock_trust_us_source);
-  p.candidate_foreign_fail = fail_or_allow("candidate_foreign_kernels", kDefaultCandidateForeignKernels,
-                                           &r.candidate_foreign_kernels, &r.candidate_foreign_kernels_source);
-  p.baseline_foreign_fail = fail_or_allow("baseline_foreign_kernels", kDefaultBaselineForeignKernels,
-                                          &r.baseline_foreign_kernels, &r.baseline_foreign_kernels_source);
-  p.nondeterminism_fail = fail_or_allow("nondeterminism", kDefaultNondeterminism, &r.nondeterminism,
-                                        &r.nondeterminism_source);
-  p.sandbox_fail = fail_or_allow("sandbox", kDefaultSandbox, &r.sandbox, &r.sandbox_source);
+  // Each number: settings.<key> or its default, into the policy and its record.
+  struct NumberSetting {
+    const char* key;
+    const char* fallback;
+    double Policy::*field;
+    double PolicyRecord::*recorded;
+    std::string PolicyRecord::*source;
+  };
+  static constexpr NumberSetting kNumbers[] = {
+      {"clock_tolerance", kDefaultClockTolerance, &Policy::clock_tolerance, &PolicyRecord::clock_tolerance,
+       &PolicyRecord::clock_tolerance_source},
+      {"clock_slack_ms", kDefaultClockSlackMs, &Policy::clock_slack_ms, &PolicyRecord::clock_slack_ms,
+       &PolicyRecord::clock_slack_ms_source},
+      {"wall_slack_ms", kDefaultWallSlackMs, &Policy::wall_slack_ms, &PolicyRecord::wall_slack_ms,
+       &PolicyRecord::wall_slack_ms_source},
+      {"baseline_disturbed_us", kDefaultBaselineDisturbedUs, &Policy::baseline_disturbed_us,
+       &PolicyRecord::baseline_disturbed_us, &PolicyRecord::baseline_disturbed_us_source},
+      {"baseline_alone_tolerance", kDefaultBaselineAloneTolerance, &Policy::baseline_alone_tolerance,
+       &PolicyRecord::baseline_alone_tolerance, &PolicyRecord::baseline_alone_tolerance_source},
+      {"baseline_alone_slack_us", kDefaultBaselineAloneSlackUs, &Policy::baseline_alone_slack_us,
+       &PolicyRecord::baseline_alone_slack_us, &PolicyRecord::baseline_alone_slack_us_source},
+      {"worker_clock_trust_us", kDefaultWorkerClockTrustUs, &Policy::worker_clock_trust_us,
+       &PolicyRecord::worker_clock_trust_us, &PolicyRecord::worker_clock_trust_us_source},
+  };
+  for (const NumberSetting& n : kNumbers) p.*n.field = number(n.key, n.fallback, &(r.*n.recorded), &(r.*n.source));
+  // Each fail-or-allow choice likewise.
+  struct ChoiceSetting {
+    const char* key;
+    const char* fallback;
+    bool Policy::*fails;
+    std::string PolicyRecord::*recorded;
+    std::string PolicyRecord::*source;
+  };
+  static constexpr ChoiceSetting kChoices[] = {
+      {"candidate_foreign_kernels", kDefaultCandidateForeignKernels, &Policy::candidate_foreign_fail,
+       &PolicyRecord::candidate_foreign_kernels, &PolicyRecord::candidate_foreign_kernels_source},
+      {"baseline_foreign_kernels", kDefaultBaselineForeignKernels, &Policy::baseline_foreign_fail,
+       &PolicyRecord::baseline_foreign_kernels, &PolicyRecord::baseline_foreign_kernels_source},
+      {"nondeterminism", kDefaultNondeterminism, &Policy::nondeterminism_fail, &PolicyRecord::nondeterminism,
+       &PolicyRecord::nondeterminism_source},
+      {"sandbox", kDefaultSandbox, &Policy::sandbox_fail, &PolicyRecord::sandbox, &PolicyRecord::sandbox_source},
+  };
+  for (const ChoiceSetting& c : kChoices) p.*c.fails = fail_or_allow(c.key, c.fallback, &(r.*c.recorded), &(r.*c.source));
   std::stringstream list(value_of("library_controls", "", &r.library_controls_source));
   for (std::string k; std::getline(list, k, ',');)
     if (!k.empty()) p.library_controls.insert(k);
@@ -111,32 +136,39 @@ Policy read_policy(const Suite& suite, const std::string& suite_file) {
   return p;
 }
 
+namespace {
+
+// A target: the environment variable, else settings.<key>, else `fallback` (or, without one, a
+// configuration error). `min_inclusive`: whether 0 is a valid value.
+void read_one_target(const Suite& suite, const std::string& suite_file, const char* env_name, const char* key,
+                     bool min_inclusive, std::optional<double>& value, std::string& source,
+                     const std::optional<std::string>& none_source) {
+  if (const char* env = std::getenv(env_name); env && *env) {
+    value = parse_number(env_name, env, 0, min_inclusive);
+    source = env_name;
+  } else if (auto v = setting(suite, key); !v.empty()) {
+    source = suite_file + " settings." + key;
+    value = parse_number(source, v, 0, min_inclusive);
+  } else if (none_source) {
+    value = 0;
+    source = *none_source;
+  } else {
+    throw ReportConfigError(std::string("no geomean target: set settings.") + key + " in " + suite.file + " or " + env_name);
+  }
+}
+
+}  // namespace
+
 // Targets: the suite's settings, overridden by the environment (README: "Setting targets").
 Target read_target(const Suite& suite, const std::string& suite_file, const std::string& kernel,
                    const std::string& baseline) {
   Target target;
   target.kernel = kernel;
   target.baseline = baseline;
-  if (const char* env = std::getenv("ATTNGATE_GEOMEAN_TARGET"); env && *env) {
-    target.geomean = parse_number("ATTNGATE_GEOMEAN_TARGET", env, 0, false);
-    target.geomean_source = "ATTNGATE_GEOMEAN_TARGET";
-  } else if (auto v = setting(suite, "geomean_target"); !v.empty()) {
-    target.geomean = parse_number(suite_file + " settings.geomean_target", v, 0, false);
-    target.geomean_source = suite_file + " settings.geomean_target";
-  } else {
-    throw ReportConfigError("no geomean target: set settings.geomean_target in " + suite.file +
-                            " or ATTNGATE_GEOMEAN_TARGET");
-  }
-  if (const char* env = std::getenv("ATTNGATE_SCENARIO_FLOOR"); env && *env) {
-    target.scenario_floor = parse_number("ATTNGATE_SCENARIO_FLOOR", env, 0, true);
-    target.scenario_floor_source = "ATTNGATE_SCENARIO_FLOOR";
-  } else if (auto v = setting(suite, "scenario_floor"); !v.empty()) {
-    target.scenario_floor = parse_number(suite_file + " settings.scenario_floor", v, 0, true);
-    target.scenario_floor_source = suite_file + " settings.scenario_floor";
-  } else {
-    target.scenario_floor = 0;
-    target.scenario_floor_source = "none (no settings.scenario_floor)";
-  }
+  read_one_target(suite, suite_file, "ATTNGATE_GEOMEAN_TARGET", "geomean_target", false, target.geomean,
+                  target.geomean_source, std::nullopt);
+  read_one_target(suite, suite_file, "ATTNGATE_SCENARIO_FLOOR", "scenario_floor", true, target.scenario_floor,
+                  target.scenario_floor_source, std::string("none (no settings.scenario_floor)"));
   target.rule = "geomean CI lower bound >= geomean; every scenario's speedup >= scenario_floor";
   return target;
 }

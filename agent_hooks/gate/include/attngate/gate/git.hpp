@@ -31,4 +31,8 @@ struct CommittedVersion {
 // Every commit reachable from HEAD that carries an Attngate-Geomean trailer (newest first).
 std::vector<CommittedVersion> git_committed_versions(const std::filesystem::path& repo);
 
+// `text` cut at every `delim` (git's NUL-separated -z output, or lines); empty pieces are kept
+// only when `keep_empty` (a file's blank lines), never a piece after a final delimiter.
+std::vector<std::string> split_on(const std::string& text, char delim, bool keep_empty);
+
 }  // namespace attngate::hooks
