@@ -5,9 +5,8 @@
 #    CMakeLists name no other top-level folder;
 #  - scenarios/ uses only its own headers and the params header of kernels/ (attngate/params.hpp);
 #  - agent_hooks/gate/ includes no header of the rest of agent_hooks/ (attngate/hooks/...).
-# Known exceptions, still to move (issue 21): the adversarial driver (kernels/adversarial/driver/),
-# which runs the judges as child processes, and scenarios/tools/, which lists every kernel's
-# scenarios and so links the registry.
+# Known exception, still to move (issue 21): scenarios/tools/, which lists every kernel's scenarios
+# and so links the registry.
 cmake_minimum_required(VERSION 3.20)
 if(NOT ROOT)
   message(FATAL_ERROR "usage: cmake -DROOT=<source dir> -P check_layering.cmake")
@@ -39,7 +38,7 @@ function(scan_includes folder allowed_var exception)
   set(problems "${problems}" PARENT_SCOPE)
 endfunction()
 
-scan_includes(kernels kernel_includes "^kernels/adversarial/driver/")
+scan_includes(kernels kernel_includes "")
 file(GLOB scenario_headers RELATIVE ${ROOT}/scenarios/include ${ROOT}/scenarios/include/attngate/*)
 set(scenarios_allowed "attngate/params.hpp" ${scenario_headers})
 scan_includes(scenarios scenarios_allowed "^scenarios/tools/")
@@ -60,8 +59,8 @@ file(GLOB_RECURSE kernel_cmake RELATIVE ${ROOT} ${ROOT}/kernels/CMakeLists.txt $
 foreach(f IN LISTS kernel_cmake)
   file(STRINGS ${ROOT}/${f} lines REGEX "PROJECT_SOURCE_DIR}/(bench|verify|reference|scenarios|agent_hooks)/|attngate::(bench|verify|scenarios|reference|hooks)")
   foreach(line IN LISTS lines)
-    if(line MATCHES "^[ \t]*#" OR line MATCHES "driver|attngate_adversarial ")
-      continue()  # the known exception above
+    if(line MATCHES "^[ \t]*#")
+      continue()
     endif()
     string(STRIP "${line}" line)
     set(problems "${problems}\n  ${f}: ${line}")

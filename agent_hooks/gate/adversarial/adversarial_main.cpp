@@ -754,7 +754,7 @@ int main(int argc, char** argv) {
   bool check = false;
   bool no_device_check = false;
   CLI::App app{"attngate_adversarial: proves that attngate catches a planted cheat of kernels/adversarial/cheats.yaml "
-               "(usage at the top of kernels/adversarial/driver/adversarial_main.cpp)",
+               "(usage at the top of agent_hooks/gate/adversarial/adversarial_main.cpp)",
                "attngate_adversarial"};
   // Paths are read as strings (CLI11 2.1 takes std::filesystem::path for a container).
   std::string catalogue, scenarios, verify, bench, sanitizer, sanitize_verify, workers, attngate, source, work;
