@@ -146,7 +146,7 @@ if has fa4; then
   eval "$("$root/ci/install_fa4_offline.sh" --print-env "$fa4")"
 fi
 if has baselines; then
-  scenarios/tools/attngate_scenarios --kernels --json >"$out/kernels.json"
+  kernels/tools/attngate_kernels --json >"$out/kernels.json"
   for suite in gate prod; do
     step "baselines on $suite: attngate's kernels and the Python ones, one report"
     bench/attngate_bench --suite=$suite --benchmark_filter='^(initial|candidate|cudnn)/' \
@@ -171,7 +171,7 @@ if has cudnn_torch; then
   { (cd "$root" && cmake --preset gpu -B "$tc" -G Ninja -DATTNGATE_CUDNN=ON -DATTNGATE_CUDNN_LIBRARY="$lib") &&
     cmake --build "$tc" --target attngate_bench attngate_scenarios_tool; } >"$out/build_torch_cudnn.log" 2>&1 ||
     { tail -30 "$out/build_torch_cudnn.log"; }
-  "$tc/scenarios/tools/attngate_scenarios" --kernels --json >"$out/kernels_torch_cudnn.json"
+  "$tc/kernels/tools/attngate_kernels" --json >"$out/kernels_torch_cudnn.json"
   "$tc/bench/attngate_bench" --suite=gate --benchmark_filter='^cudnn/' --benchmark_out="$out/gate_cudnn_torchlib.json" \
     --benchmark_out_format=json >"$out/gate_cudnn_torchlib.log" 2>&1
   echo "cudnn (PyTorch's libcudnn) bench rc=$?"

@@ -5,8 +5,7 @@
 #    CMakeLists name no other top-level folder;
 #  - scenarios/ uses only its own headers and the params header of kernels/ (attngate/params.hpp);
 #  - agent_hooks/gate/ includes no header of the rest of agent_hooks/ (attngate/hooks/...).
-# Known exception, still to move (issue 21): scenarios/tools/, which lists every kernel's scenarios
-# and so links the registry.
+# No exceptions.
 cmake_minimum_required(VERSION 3.20)
 if(NOT ROOT)
   message(FATAL_ERROR "usage: cmake -DROOT=<source dir> -P check_layering.cmake")
@@ -41,7 +40,7 @@ endfunction()
 scan_includes(kernels kernel_includes "")
 file(GLOB scenario_headers RELATIVE ${ROOT}/scenarios/include ${ROOT}/scenarios/include/attngate/*)
 set(scenarios_allowed "attngate/params.hpp" ${scenario_headers})
-scan_includes(scenarios scenarios_allowed "^scenarios/tools/")
+scan_includes(scenarios scenarios_allowed "")
 
 # agent_hooks/gate/ (the verdict) uses nothing of the agent side around it: the lineage, the
 # supervisor, the questions, the receipt and the commands are agent_hooks/'s own headers.
@@ -64,6 +63,18 @@ foreach(f IN LISTS kernel_cmake)
     endif()
     string(STRIP "${line}" line)
     set(problems "${problems}\n  ${f}: ${line}")
+  endforeach()
+endforeach()
+
+# scenarios/ links no kernel and no judge (its tool lists suites; attngate_kernels lists kernels).
+file(GLOB_RECURSE scenario_cmake RELATIVE ${ROOT} ${ROOT}/scenarios/CMakeLists.txt ${ROOT}/scenarios/*/CMakeLists.txt)
+foreach(f IN LISTS scenario_cmake)
+  file(STRINGS ${ROOT}/${f} lines REGEX "attngate::(kernels|verify|bench|reference|hooks|gate)")
+  foreach(line IN LISTS lines)
+    if(NOT line MATCHES "^[ \t]*#")
+      string(STRIP "${line}" line)
+      set(problems "${problems}\n  ${f}: ${line}")
+    endif()
   endforeach()
 endforeach()
 

@@ -491,7 +491,7 @@ def main(argv=None):
                                 epilog="Details: bench/python/README.md")
     p.add_argument("--bench", action="append", help="attngate_bench --benchmark_out JSON (repeatable)")
     p.add_argument("--baselines", action="append", help="attngate_baselines.py JSON (repeatable)")
-    p.add_argument("--kernels", help="attngate_scenarios --kernels --json output (records the in-process cuDNN version)")
+    p.add_argument("--kernels", help="attngate_kernels --json output (records the in-process cuDNN version)")
     p.add_argument("--candidate", default="candidate", help="the kernel whose speedup is reported (default candidate)")
     p.add_argument("--metric", default="event_ms", choices=("event_ms", "kernel_ms"),
                    help="time compared (default: median CUDA-event time)")

@@ -1,10 +1,10 @@
-// attngate_scenarios: the expanded suites (and the registered kernels) as JSON or a table, so that
+// attngate_scenarios: the expanded suites as JSON or a table, so that
 // tools outside C++ (bench/python/attngate_baselines.py, attngate_compare.py) read the scenarios
 // from attngate's one parser instead of parsing the YAML again.
 //
 //   attngate_scenarios --suite gate --json         the gate suite, every scenario expanded
 //   attngate_scenarios --json                      every suite
-//   attngate_scenarios --kernels --json            the registered kernels (with plugins, cuDNN version)
+// The registered kernels are kernels/tools' attngate_kernels.
 //   attngate_scenarios --suite prod                a table
 #include <cmath>
 #include <cstdlib>
@@ -18,8 +18,6 @@
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
-#include "attngate/plugin_loader.hpp"
-#include "attngate/registry.hpp"
 #include "attngate/scenario.hpp"
 
 #ifndef ATTNGATE_DEFAULT_SCENARIO_DIR
@@ -33,10 +31,9 @@ using nlohmann::json;
 
 const char* kUsage =
     "usage: attngate_scenarios [--scenarios=DIR] [--suite NAME]... [--json]\n"
-    "       attngate_scenarios --kernels [--json] [--plugin=LIB]...\n"
     "  --suite NAME   a suite to list (repeatable; default: every suite in DIR)\n"
-    "  --json         JSON (schema attngate.scenarios/1 or attngate.kernels/1) instead of a table\n"
-    "  --kernels      the registered kernels instead of scenarios (plugins from --plugin and ATTNGATE_PLUGINS)\n";
+    "  --json         JSON (schema attngate.scenarios/1) instead of a table\n"
+    "The registered kernels: attngate_kernels --json (kernels/tools).\n";
 
 json tolerance_json(const DtypeTolerance& t) {
   return {{"o_atol", t.o_atol},
@@ -64,37 +61,20 @@ json scenario_json(const Scenario& s) {
           {"summary", scenario_summary(s)}};
 }
 
-json kernels_json() {
-  json ks = json::array();
-  for (const KernelInfo* k : KernelRegistry::instance().all()) {
-    json dtypes = json::array();
-    for (DType t : k->dtypes) dtypes.push_back(dtype_name(t));
-    ks.push_back({{"name", k->name},
-                  {"description", k->description},
-                  {"dtypes", dtypes},
-                  {"head_dims", k->head_dims},
-                  {"min_sm", k->min_sm}});
-  }
-  return {{"schema", "attngate.kernels/1"}, {"kernels", ks}};
-}
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (!plugin::load_plugins(argc, argv)) return 2;
-  // --plugin=LIB was taken out of argv by load_plugins; the rest is parsed with CLI11.
   std::string scenario_dir = ATTNGATE_DEFAULT_SCENARIO_DIR;
   std::vector<std::string> wanted;
-  bool as_json = false, kernels = false;
-  CLI::App app{"attngate_scenarios: the expanded suites (and the registered kernels) as JSON or a table",
+  bool as_json = false;
+  CLI::App app{"attngate_scenarios: the expanded suites as JSON or a table",
                "attngate_scenarios"};
   app.footer(kUsage);
   app.add_option("--scenarios", scenario_dir, "Directory of the YAML suites (default: the shipped scenarios/)");
   app.add_option("--suite", wanted, "A suite to list (repeatable; default: every suite in DIR)")
       ->allow_extra_args(false);  // one value per --suite: `--suite a b` does not take b
-  app.add_flag("--json", as_json, "JSON (schema attngate.scenarios/1 or attngate.kernels/1) instead of a table");
-  app.add_flag("--kernels", kernels,
-               "The registered kernels instead of scenarios (plugins from --plugin=LIB and ATTNGATE_PLUGINS)");
+  app.add_flag("--json", as_json, "JSON (schema attngate.scenarios/1) instead of a table");
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -104,15 +84,6 @@ int main(int argc, char** argv) {
     return 2;
   }
   const std::filesystem::path dir = scenario_dir;
-  if (kernels) {
-    if (as_json) {
-      std::cout << kernels_json().dump(1) << "\n";
-    } else {
-      for (const KernelInfo* k : KernelRegistry::instance().all())
-        std::cout << std::left << std::setw(20) << k->name << " " << k->description << "\n";
-    }
-    return 0;
-  }
   std::vector<Suite> suites;
   try {
     suites = load_suite_dir(dir);
