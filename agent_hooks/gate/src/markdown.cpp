@@ -1,5 +1,6 @@
 #include "attngate/gate/markdown.hpp"
 
+#include <cmath>
 #include <sstream>
 
 #include <fmt/format.h>
@@ -9,7 +10,10 @@ namespace attngate::hooks {
 
 namespace {
 
-std::string opt_fmt(const char* f, const std::optional<double>& v) { return v ? fmt::sprintf(f, *v) : std::string("n/a"); }
+// A figure, or "n/a" when it is absent or not finite (as the report's JSON would hold it: null).
+std::string opt_fmt(const char* f, const std::optional<double>& v) {
+  return v && std::isfinite(*v) ? fmt::sprintf(f, *v) : std::string("n/a");
+}
 std::string or_unknown(const std::string& s) { return s.empty() ? std::string("unknown") : s; }
 std::string pair_ms(const std::optional<double>& c, const std::optional<double>& b) {
   return opt_fmt("%.4f", c) + " / " + opt_fmt("%.4f", b);
@@ -19,7 +23,8 @@ std::string pair_ms(const std::optional<double>& c, const std::optional<double>&
 std::string best_baseline_cell(const ScenarioResult& s) {
   if (!s.best_baseline) return "n/a";
   return s.best_baseline->library + " " + opt_fmt("%.1f", s.best_baseline->tflops) + " (" +
-         (s.fraction_of_best ? fmt::format("{:.0f}%", 100 * *s.fraction_of_best) : std::string("n/a")) + ")";
+         (s.fraction_of_best && std::isfinite(*s.fraction_of_best) ? fmt::format("{:.0f}%", 100 * *s.fraction_of_best)
+                                                                  : std::string("n/a")) + ")";
 }
 
 // The judge's clock over the timed scenarios (bench/README.md): the round trip it subtracted and

@@ -38,7 +38,7 @@ inline bool known_reason_code(std::string_view code) {
 // `code`, or a throw when it is not in the table (every writer of a reason goes through this).
 inline const std::string& checked_reason_code(const std::string& code) {
   if (!known_reason_code(code))
-    throw std::logic_error("reason code '" + code + "' is not in agent_hooks/include/attngate/gate/reason_codes.hpp");
+    throw std::logic_error("reason code '" + code + "' is not in agent_hooks/gate/include/attngate/gate/reason_codes.hpp");
   return code;
 }
 
