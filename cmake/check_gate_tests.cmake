@@ -2,9 +2,12 @@
 # exactly the gate's tests in the right order (gate.setup first, gate.performance alone after the
 # verify tests, gate.report last), then that the emitter takes the kernel under test and the
 # baseline from the gate suite's settings and refuses to emit the gate without the tools' paths.
-#   cmake -DCTEST=... -DBUILD_DIR=... -DEMITTER=<attngate_verify> -DWORK_DIR=... -P check_gate_tests.cmake
+# verify (the emitter) writes the gate's verify tests and gate.device and lists them; `attngate
+# plan` (the planner) writes gate.setup, gate.performance and gate.report from that list.
+#   cmake -DCTEST=... -DBUILD_DIR=... -DEMITTER=<attngate_verify> -DPLANNER=<attngate> -DWORK_DIR=...
+#         -P check_gate_tests.cmake
 cmake_minimum_required(VERSION 3.20)
-foreach(v CTEST BUILD_DIR EMITTER WORK_DIR)
+foreach(v CTEST BUILD_DIR EMITTER PLANNER WORK_DIR)
   if(NOT DEFINED ${v})
     message(FATAL_ERROR "check_gate_tests.cmake needs -D${v}=...")
   endif()
@@ -110,10 +113,7 @@ foreach(b IN LISTS batches)
     fail("${b} does not set up the fixture its per-case tests require")
   endif()
 endforeach()
-list(GET names 0 first)
-if(NOT (first STREQUAL "gate.setup"))
-  fail("the first gate test is ${first}, not gate.setup")
-endif()
+# gate.setup runs first: it depends on nothing and every other gate test depends on it (below).
 foreach(t gate.setup gate.device gate.performance gate.report)
   if(NOT (DEFINED index_${t}))
     fail("${t} is missing from ctest -L gate")
@@ -223,14 +223,29 @@ scenarios:
 ]=])
 set(emit_args --emit-ctest=${WORK_DIR}/tests.cmake --emit-exe=/x/attngate_verify --scenarios=${WORK_DIR}/scenarios
               --results-dir=/b/verify/results)
-execute_process(COMMAND ${EMITTER} ${emit_args} --emit-bench=/x/attngate_bench_judge --emit-attngate=/x/attngate
-                        --emit-build-dir=/b --emit-source-dir=/src --emit-judge=/x/attngate_verify_judge
-                        --emit-workers=/w --emit-worker-libs=initial,candidate,cudnn
+execute_process(COMMAND ${EMITTER} ${emit_args} --emit-judge=/x/attngate_verify_judge --emit-workers=/w
+                        --emit-worker-libs=initial,candidate,cudnn --emit-gate-batches=${WORK_DIR}/gate_batches.json
                 RESULT_VARIABLE rc ERROR_VARIABLE err)
 if(NOT (rc EQUAL 0))
   fail("the emitter failed on the one-shape gate (${rc}): ${err}")
 endif()
+execute_process(COMMAND ${PLANNER} plan --batches=${WORK_DIR}/gate_batches.json --out=${WORK_DIR}/gate.cmake
+                        --attngate=/x/attngate --bench=/x/attngate_bench_judge --workers=/w --gate-build-dir=/b
+                        --source-dir=/src
+                RESULT_VARIABLE rc ERROR_VARIABLE err)
+if(NOT (rc EQUAL 0))
+  fail("attngate plan failed on the one-shape gate (${rc}): ${err}")
+endif()
 file(READ "${WORK_DIR}/tests.cmake" script)
+file(READ "${WORK_DIR}/gate.cmake" plan)
+string(APPEND script "${plan}")
+# The planner waits for every gate verify test the emitter listed.
+foreach(t verify.batch.gate verify.batch.smoke verify.initial.gate_tiny verify.initial.smoke_tiny)
+  string(FIND "${plan}" "${t}" at)
+  if(NOT (at GREATER -1))
+    fail("gate.performance and gate.report do not wait for ${t}: ${plan}")
+  endif()
+endforeach()
 foreach(want "[==[--compare=initial,candidate]==]" "[==[--kernel=initial]==]" "[==[--baseline=candidate]==]"
              # The gate's kernel is checked on the gate suite and every correctness suite, the
              # baseline's own checks run apart (not under the label gate).
@@ -257,11 +272,18 @@ foreach(want "[==[--compare=initial,candidate]==]" "[==[--kernel=initial]==]" "[
 endforeach()
 execute_process(COMMAND ${EMITTER} ${emit_args} RESULT_VARIABLE rc ERROR_VARIABLE err)
 if(NOT (NOT rc EQUAL 0))
-  fail("the emitter wrote a gate without the paths of the judge binaries, the workers and attngate")
+  fail("the emitter wrote a gate without the paths of the judge binary, the workers and the batch list")
 endif()
-string(FIND "${err}" "--emit-bench" at)
+string(FIND "${err}" "--emit-judge" at)
 if(NOT (at GREATER -1))
-  fail("the emitter's error does not name --emit-bench: ${err}")
+  fail("the emitter's error does not name --emit-judge: ${err}")
+endif()
+file(WRITE "${WORK_DIR}/bad_batches.json" "{\"schema\": \"attngate.gate_batches/1\", \"kernel\": \"candidate\"}")
+execute_process(COMMAND ${PLANNER} plan --batches=${WORK_DIR}/bad_batches.json --out=${WORK_DIR}/bad.cmake
+                        --attngate=/x/attngate --bench=/x/b --workers=/w --gate-build-dir=/b --source-dir=/src
+                RESULT_VARIABLE rc ERROR_VARIABLE err)
+if(rc EQUAL 0 OR NOT err MATCHES "names the gate's kernel but no verify tests")
+  fail("attngate plan accepted a gate without verify tests (${rc}): ${err}")
 endif()
 
 if(failures GREATER 0)

@@ -4,7 +4,8 @@
 #  - kernels/ includes only the headers of kernels/ (its api/ and worker/ folders), and its
 #    CMakeLists name no other top-level folder;
 #  - scenarios/ uses only its own headers and the params header of kernels/ (attngate/params.hpp);
-#  - agent_hooks/gate/ includes no header of the rest of agent_hooks/ (attngate/hooks/...).
+#  - agent_hooks/gate/ includes no header of the rest of agent_hooks/ (attngate/hooks/...);
+#  - verify/ names no command, header or library of agent_hooks/.
 # No exceptions.
 cmake_minimum_required(VERSION 3.20)
 if(NOT ROOT)
@@ -75,6 +76,17 @@ foreach(f IN LISTS scenario_cmake)
       string(STRIP "${line}" line)
       set(problems "${problems}\n  ${f}: ${line}")
     endif()
+  endforeach()
+endforeach()
+
+# verify/ names no command or library of agent_hooks (the gate's own tests are agent_hooks/gate's).
+file(GLOB_RECURSE verify_files RELATIVE ${ROOT} ${ROOT}/verify/*.cpp ${ROOT}/verify/*.hpp ${ROOT}/verify/*.cu
+     ${ROOT}/verify/*.cmake ${ROOT}/verify/CMakeLists.txt)
+foreach(f IN LISTS verify_files)
+  file(STRINGS ${ROOT}/${f} lines REGEX "attngate/(hooks|gate)/|attngate::(hooks|gate)|TARGET_FILE:attngate>|GATE_TOOL|emit-attngate|\"--prepare\"")
+  foreach(line IN LISTS lines)
+    string(STRIP "${line}" line)
+    set(problems "${problems}\n  ${f}: ${line} (verify/ must not name agent_hooks' command or code)")
   endforeach()
 endforeach()
 

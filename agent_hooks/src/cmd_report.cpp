@@ -54,4 +54,15 @@ int cmd_report(const Context& ctx, ReportInputs in, const fs::path& build_dir, b
   }
 }
 
+int cmd_plan(const Context& ctx, const fs::path& batches, const fs::path& out, const GateTools& tools) {
+  try {
+    const verify::GateBatches b = verify::read_gate_batches(batches.string());
+    write_file_atomically(out, gate_ctest_script(b, tools));
+    return kExitPass;
+  } catch (const std::exception& e) {
+    *ctx.err << "attngate plan: " << e.what() << "\n";
+    return kExitError;
+  }
+}
+
 }  // namespace attngate::hooks

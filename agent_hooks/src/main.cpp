@@ -147,6 +147,18 @@ int main(int argc, char** argv) {
                    "gate.setup: delete this suite's results of the kernel, the performance JSON and the report, "
                    "then write the marker");
 
+  std::string plan_batches, plan_out;
+  GateTools plan_tools;
+  auto* plan = app.add_subcommand("plan", "Write the CTest script of the gate's own tests (gate.setup, gate.performance, "
+                                          "gate.report) from verify's list of the gate's verify tests (the build runs it)");
+  plan->add_option("--batches", plan_batches, "verify's list (attngate.gate_batches/1)")->required();
+  plan->add_option("--out", plan_out, "The CTest script to write")->required();
+  plan->add_option("--attngate", plan_tools.attngate, "This command's path, for gate.setup and gate.report")->required();
+  plan->add_option("--bench", plan_tools.bench, "attngate_bench_judge, for gate.performance")->required();
+  plan->add_option("--workers", plan_tools.workers_dir, "The folder of the attngate_worker_<library> binaries")->required();
+  plan->add_option("--gate-build-dir", plan_tools.build_dir, "The build tree (<build>/gate holds the report)")->required();
+  plan->add_option("--source-dir", plan_tools.source_dir, "The repository the report hashes")->required();
+
   ProfileOptions po;
   std::string profile_build;
   auto* prof = app.add_subcommand("profile", "One scenario's call of a kernel under Nsight Compute, in its own "
@@ -205,6 +217,7 @@ int main(int argc, char** argv) {
     go.ctest_args.insert(go.ctest_args.end(), ctest_rest.begin(), ctest_rest.end());
 
     if (*gate) return cmd_gate(ctx, go);
+    if (*plan) return cmd_plan(ctx, plan_batches, plan_out, plan_tools);
     if (*prof) {
       if (!profile_build.empty()) po.build_dir = fs::absolute(profile_build);
       return cmd_profile(ctx, po);

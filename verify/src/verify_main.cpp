@@ -30,6 +30,7 @@
 #include "attngate/registry.hpp"
 #include "attngate/scenario.hpp"
 #include "attngate/shard.hpp"
+#include "attngate/verify/gate_batches.hpp"
 #include "attngate/verify/gpu_pinning.hpp"
 #include "attngate/verify/problem.hpp"
 #include "attngate/verify/remote.hpp"
@@ -50,11 +51,9 @@ struct Options {
   std::filesystem::path scenario_dir = ATTNGATE_DEFAULT_SCENARIO_DIR;
   std::string emit_ctest;
   std::string emit_exe;
-  // The gate tests (emitted when the suites include `gate`) run these; CMake passes them.
-  std::string emit_bench;      // attngate_bench
-  std::string emit_attngate;   // agent_hooks' attngate
-  std::string emit_build_dir;  // the build tree: <build>/gate holds the performance JSON and the report
-  std::string emit_source_dir; // the repository the report hashes (commit, candidate, harness)
+  // When the suites include `gate`: the list of the gate's verify tests (gate_batches.hpp), which
+  // the gate's own tests wait for (agent_hooks/gate writes those).
+  std::string emit_gate_batches;
   // The gate runs kernels apart from the judge: attngate_verify_judge with workers from this folder.
   std::string emit_judge;      // attngate_verify_judge
   std::string emit_workers;    // the folder of attngate_worker_<library> binaries
@@ -436,7 +435,6 @@ std::vector<const KernelInfo*> batch_kernels(const Options& opt, const Suite& su
 
 // Timeouts of the gate's tests; the report is told them so it can tell a timeout from a crash.
 constexpr int kVerifyTimeoutS = 900;
-constexpr int kPerfTimeoutS = 1800;
 constexpr int kShowTimeoutS = 60;
 
 // `--worker=` arguments for the workers holding `kernels` (attngate::worker::library_of).
@@ -514,7 +512,6 @@ struct GatePlan {
   const Suite* gate = nullptr;
   std::string kernel, baseline;
   std::vector<std::string> checked;  // the suites whose verification the gate includes
-  std::filesystem::path dir;         // <build>/gate: its marker, performance.json and report
   bool checks(const std::string& suite) const {
     return std::find(checked.begin(), checked.end(), suite) != checked.end();
   }
@@ -534,44 +531,19 @@ GatePlan plan_gate(const Options& opt, const std::vector<Suite>& suites) {
       throw std::runtime_error("gate.yaml settings.correctness_suites names suite '" + name + "', which is not in " +
                                opt.scenario_dir.string());
   }
-  if (g.gate) g.dir = std::filesystem::path(opt.emit_build_dir) / "gate";
   return g;
 }
 
-// `attngate report` as the gate runs it (gate.setup runs it with --prepare).
-std::vector<std::string> gate_report_args(const Options& opt, const GatePlan& g) {
-  const std::filesystem::path build = opt.emit_build_dir;
-  return {opt.emit_attngate,
-          "report",
-          "--repo=" + opt.emit_source_dir,
-          "--suite=gate",
-          "--scenarios=" + opt.scenario_dir.string(),
-          "--kernel=" + g.kernel,
-          "--baseline=" + g.baseline,
-          "--results-dir=" + opt.results_dir.string(),
-          "--perf=" + (g.dir / "performance.json").string(),
-          "--out-dir=" + g.dir.string(),
-          "--started-after=" + (g.dir / "started").string(),
-          "--ctest-log-dir=" + (build / "Testing" / "Temporary").string(),
-          "--verify-timeout=" + std::to_string(kVerifyTimeoutS),
-          "--perf-timeout=" + std::to_string(kPerfTimeoutS)};
-}
-
-// gate.setup (clears the previous run's outcomes, writes the marker that makes older files stale)
-// and gate.device.
-void emit_gate_setup(CtestFile& t, const Options& opt, const GatePlan& g) {
-  if (opt.emit_bench.empty() || opt.emit_attngate.empty() || opt.emit_build_dir.empty() || opt.emit_source_dir.empty() ||
-      opt.emit_judge.empty() || opt.emit_workers.empty())
-    throw std::runtime_error("the suites include `gate`: --emit-ctest needs --emit-bench, --emit-attngate, "
-                             "--emit-build-dir, --emit-source-dir, --emit-judge and --emit-workers");
+// gate.device: the judge fails without a GPU of the compute capability the gate's kernels need. It
+// waits for gate.setup (the gate's, agent_hooks/gate), as the gate's batches do.
+void emit_gate_device(CtestFile& t, const Options& opt, const GatePlan& g) {
+  if (opt.emit_judge.empty() || opt.emit_workers.empty() || opt.emit_gate_batches.empty())
+    throw std::runtime_error("the suites include `gate`: --emit-ctest needs --emit-judge, --emit-workers and "
+                             "--emit-gate-batches");
+  if (opt.results_dir.empty()) throw std::runtime_error("the gate needs --results-dir");
   int sm = 90;  // Hopper: what the gate is for
   for (const std::string& k : {g.kernel, g.baseline})
     if (const KernelInfo* info = KernelRegistry::instance().find(k)) sm = std::max(sm, info->min_sm);
-  if (opt.results_dir.empty()) throw std::runtime_error("the gate needs --results-dir");
-  std::vector<std::string> setup = gate_report_args(opt, g);
-  setup.push_back("--prepare");
-  t.add_test("gate.setup", setup);
-  t.out() << "set_tests_properties(gate.setup PROPERTIES LABELS gate TIMEOUT 120)\n";
   t.add_test("gate.device", {opt.emit_judge, "--require-device=" + std::to_string(sm)});
   t.out() << "set_tests_properties(gate.device PROPERTIES LABELS [==[gate;gpu]==] DEPENDS gate.setup TIMEOUT 120"
              " RESOURCE_GROUPS gpus:1)\n";
@@ -664,40 +636,25 @@ std::vector<std::string> emit_cases(CtestFile& t, const Options& opt, const Batc
   return gate_cases;
 }
 
-// gate.performance after verification and alone on the machine, gate.report last.
-void emit_gate_timing_and_report(CtestFile& t, const Options& opt, const GatePlan& g,
-                                 const std::vector<std::string>& gate_tests) {
-  std::vector<std::string> after = {"gate.setup"};
-  after.insert(after.end(), gate_tests.begin(), gate_tests.end());
-  // The baseline's worker first: the bench measures the round trip to it before any other exists.
-  const std::vector<std::string> workers = worker_args(opt.emit_workers, {g.baseline, g.kernel});
-  std::vector<std::string> perf = {opt.emit_bench};
-  perf.insert(perf.end(), workers.begin(), workers.end());
-  perf.insert(perf.end(), {"--suite=gate", "--scenarios=" + opt.scenario_dir.string(),
-                           "--compare=" + g.kernel + "," + g.baseline,
-                           "--compare_out=" + (g.dir / "performance.json").string()});
-  t.add_test("gate.performance", perf);
-  // RUN_SERIAL: nothing else runs while it times. Without a GPU the bench prints SKIPPED (a skip,
-  // never a pass) and the report fails for want of its JSON.
-  t.out() << "set_tests_properties(gate.performance PROPERTIES LABELS [==[gate;gpu;bench]==] RUN_SERIAL TRUE DEPENDS "
-          << CtestFile::quoted(fmt::format("{}", fmt::join(after, ";"))) << " SKIP_REGULAR_EXPRESSION [==[SKIPPED:]==] TIMEOUT " << kPerfTimeoutS
-          << " RESOURCE_GROUPS gpus:1)\n";
-  after.insert(after.begin() + 1, "gate.device");
-  after.push_back("gate.performance");
-  t.add_test("gate.report", gate_report_args(opt, g));
-  t.out() << "set_tests_properties(gate.report PROPERTIES LABELS gate DEPENDS " << CtestFile::quoted(fmt::format("{}", fmt::join(after, ";")))
-          << " TIMEOUT 300)\n";
+// The gate's verify tests, for the gate's own tests to wait for (gate_batches.hpp).
+void write_gate_batches(const Options& opt, const GatePlan& g, const std::vector<std::string>& gate_tests) {
+  verify::GateBatches doc;
+  if (g.gate) doc.kernel = g.kernel, doc.baseline = g.baseline;
+  doc.tests = gate_tests;
+  doc.verify_timeout_s = kVerifyTimeoutS;
+  doc.results_dir = opt.results_dir.string();
+  doc.scenarios_dir = opt.scenario_dir.string();
+  write_file_atomically(opt.emit_gate_batches, nlohmann::json(doc).dump(1) + "\n");
 }
 
-// The gate (agent_hooks/README.md): one CTest run of `-L gate` verifies the kernel under test on
-// every suite the gate checks, times it against the baseline on the gate suite and writes the
-// report. Every gate test is defined here, in one directory, so DEPENDS orders them: gate.setup
-// first, the gate's batches and cases, gate.performance alone after them, gate.report last.
+// The verify tests. With a gate suite (agent_hooks/README.md, "The gate") also gate.device and the
+// gate's batches and cases, each after gate.setup; the list of them goes to --emit-gate-batches,
+// from which agent_hooks/gate writes gate.setup, gate.performance and gate.report.
 void emit_ctest(const Options& opt) {
   CtestFile t(opt.emit_ctest);
   const auto suites = load_suite_dir(opt.scenario_dir);
   const GatePlan g = plan_gate(opt, suites);
-  if (g.gate) emit_gate_setup(t, opt, g);
+  if (g.gate) emit_gate_device(t, opt, g);
   std::vector<std::string> gate_tests;  // the gate's batches and per-case tests: gate.performance waits for them
   for (const Batch& b : plan_batches(suites, g)) {
     emit_batch(t, opt, b);
@@ -709,7 +666,7 @@ void emit_ctest(const Options& opt) {
              {opt.emit_exe, "--gtest_filter=selfcheck.host_inputs_match_device", "--scenarios=" + opt.scenario_dir.string()});
   t.out() << "set_tests_properties(gpu.selfcheck.host_inputs_match_device PROPERTIES LABELS [==[gpu;verify]==]"
              " SKIP_REGULAR_EXPRESSION [==[\\[  SKIPPED \\]]==] TIMEOUT 300 RESOURCE_GROUPS gpus:1)\n";
-  if (g.gate) emit_gate_timing_and_report(t, opt, g, gate_tests);
+  if (!opt.emit_gate_batches.empty()) write_gate_batches(opt, g, gate_tests);  // empty without a gate suite
   t.close();
 }
 
@@ -718,9 +675,8 @@ void emit_ctest(const Options& opt) {
 // unknown flag is an error (exit 2). `--help` prints GoogleTest's help (InitGoogleTest) and then these.
 const char* kUsage =
     "usage: attngate_verify [gtest flags] [--worker=PATH]... [--scenarios=DIR] [--initial=KERNEL] [--results-dir=DIR]\n"
-    "       attngate_verify --emit-ctest=FILE --emit-exe=PATH [--emit-bench=PATH --emit-attngate=PATH"
-    " --emit-build-dir=DIR --emit-source-dir=DIR --emit-judge=PATH --emit-workers=DIR]"
-    "   (the gate tests need the last six)\n"
+    "       attngate_verify --emit-ctest=FILE --emit-exe=PATH [--emit-judge=PATH --emit-workers=DIR"
+    " --emit-gate-batches=FILE]   (a gate suite needs the last three)\n"
     "       attngate_verify --require-device=SM   (exit 0 only with a GPU of compute capability >= SM/10)\n"
     "       attngate_verify [--worker=PATH]... --batch --batch-name=NAME --suite=SUITE... [--kernels=K,..] [--shard=i/N]"
     " --results-dir=DIR   (many cases in one process)\n"
@@ -744,10 +700,8 @@ Options parse(int argc, char** argv) {
   auto* exe = app.add_option("--emit-exe", opt.emit_exe, "The test binary the emitted script runs");
   app.add_option("--emit-ctest", opt.emit_ctest, "Write the CTest script of the generated tests to FILE and exit")
       ->needs(exe);
-  app.add_option("--emit-bench", opt.emit_bench, "Gate tests: attngate_bench(_judge) for gate.performance");
-  app.add_option("--emit-attngate", opt.emit_attngate, "Gate tests: agent_hooks' attngate for gate.setup/gate.report");
-  app.add_option("--emit-build-dir", opt.emit_build_dir, "Gate tests: the build tree (<build>/gate holds the report)");
-  app.add_option("--emit-source-dir", opt.emit_source_dir, "Gate tests: the repository the report hashes");
+  app.add_option("--emit-gate-batches", opt.emit_gate_batches,
+                 "Gate suite: write the list of the gate's verify tests (attngate.gate_batches/1) to FILE");
   app.add_option("--emit-judge", opt.emit_judge, "Gate tests: attngate_verify_judge, which runs the gate's tests");
   app.add_option("--emit-workers", opt.emit_workers, "Gate tests: the folder of the attngate_worker_<library> binaries");
   app.add_flag("--batch", opt.batch, "Check every case of --suite (one shard, the --kernels) in this process; "

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "attngate/gate/gate_report.hpp"
+#include "attngate/gate/plan.hpp"
 #include "attngate/gate/git.hpp"
 #include "attngate/hooks/lineage.hpp"
 #include "attngate/hooks/questions.hpp"
@@ -111,6 +112,10 @@ int cmd_ask(const Context& ctx, const std::string& trigger, const std::optional<
 // prepare, clears them and writes the start marker). Empty paths default under build_dir
 // (default <repo>/build/gpu). 0 pass (or prepared), 1 fail, 2 configuration error.
 int cmd_report(const Context& ctx, ReportInputs inputs, const std::filesystem::path& build_dir, bool prepare);
+// `attngate plan`: the CTest script of the gate's own tests (gate/plan.hpp) from verify's list of
+// the gate's verify tests; written through a rename. Exit 0, or 2 for a list it cannot use.
+int cmd_plan(const Context& ctx, const std::filesystem::path& batches, const std::filesystem::path& out,
+             const GateTools& tools);
 // hook_input: the JSON the agent runner writes on stdin (may be empty).
 int cmd_stop_hook(const Context& ctx, const std::string& hook_input, const GateOptions& options);
 
