@@ -21,26 +21,23 @@ int cmd_report(const Context& ctx, ReportInputs in, const fs::path& build_dir, b
     }
     GateReportOutput r = build_gate_report(in);
     write_gate_report(r, in.out_dir);
+    const GateReport& rep = r.typed;
     out << "attngate report: " << (r.pass ? "PASS" : "FAIL");
-    const json g = r.report.value("geomean", json::object());
-    const json speedup = g.value("speedup", json()), lo = g.value("ci_low", json()), hi = g.value("ci_high", json());
-    if (speedup.is_number()) {
-      out << ", geomean " << fmt::format("{:.4f}x", speedup.get<double>());
-      if (lo.is_number() && hi.is_number())
-        out << " CI [" << fmt::format("{:.4f}", lo.get<double>()) << ", " << fmt::format("{:.4f}", hi.get<double>()) << "]";
+    if (const Geomean& g = rep.geomean; g.speedup) {
+      out << ", geomean " << fmt::format("{:.4f}x", *g.speedup);
+      if (g.ci_low && g.ci_high) out << " CI [" << fmt::format("{:.4f}", *g.ci_low) << ", " << fmt::format("{:.4f}", *g.ci_high) << "]";
     }
-    out << "; target " << fmt::format("{:.4f}x", r.report["target"]["geomean"].get<double>()) << " vs "
-        << r.report["target"]["baseline"].get<std::string>() << "\n";
-    for (const auto& reason : r.report["reasons"]) {
-      out << "  reason " << reason["code"].get<std::string>();
-      auto ids = reason["scenarios"].get<std::vector<std::string>>();
+    out << "; target " << fmt::format("{:.4f}x", rep.target.geomean.value_or(0)) << " vs " << rep.target.baseline << "\n";
+    for (const Reason& reason : rep.reasons) {
+      out << "  reason " << reason.code;
+      auto ids = reason.scenarios;
       if (ids.size() > 6) {  // all of them are in the report
         const std::size_t more = ids.size() - 5;
         ids.resize(5);
         ids.push_back("... " + std::to_string(more) + " more");
       }
       if (!ids.empty()) out << " [" << fmt::format("{}", fmt::join(ids, ", ")) << "]";
-      out << ": " << reason["detail"].get<std::string>() << "\n";
+      out << ": " << reason.detail << "\n";
     }
     out << "  report: " << (in.out_dir / "report.md").string() << "\n"
         << "  json: " << (in.out_dir / "report.json").string() << "\n";

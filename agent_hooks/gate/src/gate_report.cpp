@@ -138,7 +138,7 @@ GateReportOutput build_gate_report(const ReportInputs& in) {
   report.inputs = {in.results_dir.string(), in.perf.string(), in.started_after.string(), in.scenarios_dir.string()};
   report.time = now_iso8601();
   if (auto since = freshness.seconds_since_start()) report.wall_s = *since;
-  return {report, render_markdown(report), reasons.empty()};
+  return {report, report, render_markdown(report), reasons.empty()};
 }
 
 ReportInputs resolve_inputs(ReportInputs in, const fs::path& build_dir) {

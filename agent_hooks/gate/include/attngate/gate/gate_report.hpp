@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "attngate/gate/policy.hpp"  // ReportConfigError
+#include "attngate/gate/report.hpp"
 
 namespace attngate::hooks {
 
@@ -35,7 +36,8 @@ struct ReportInputs {
 };
 
 struct GateReportOutput {
-  nlohmann::json report;  // report.json
+  GateReport typed;       // the report, read by its fields
+  nlohmann::json report;  // report.json: `typed` as written
   std::string markdown;   // report.md
   bool pass = false;
 };
