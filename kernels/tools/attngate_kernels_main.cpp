@@ -41,14 +41,7 @@ int main(int argc, char** argv) {
   bool as_json = false;
   CLI::App app{"attngate_kernels: the registered kernels as JSON or a table", "attngate_kernels"};
   app.add_flag("--json", as_json, "JSON (schema attngate.kernels/1) instead of a table");
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::CallForHelp& e) {
-    return app.exit(e);
-  } catch (const CLI::ParseError& e) {
-    std::cerr << "attngate_kernels: " << e.what() << "\n" << app.help();
-    return 2;
-  }
+  CLI11_PARSE(app, argc, argv);  // an unknown flag: CLI11's message and a non-zero exit
   if (as_json) {
     std::cout << kernels_json().dump(1) << "\n";
     return 0;
