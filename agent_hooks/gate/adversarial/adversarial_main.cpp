@@ -704,7 +704,7 @@ int check_catalogue(const std::vector<Entry>& cat, const fs::path& scenario_dir,
   }
   int cheats = 0;
   for (const attngate::KernelInfo* k : reg.all()) {
-    if (k->name.rfind("cheat_", 0) != 0 && k->name.rfind("control_", 0) != 0) continue;
+    if (!attngate::worker::is_planted(k->name)) continue;
     ++cheats;
     if (!names.count(k->name)) problems.push_back(k->name + ": registered but not in the catalogue");
   }

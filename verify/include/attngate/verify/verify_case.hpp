@@ -14,6 +14,7 @@
 #include "attngate/verify/device_check.hpp"
 #include "attngate/verify/metrics.hpp"
 #include "attngate/verify/problem.hpp"
+#include "attngate/worker/libraries.hpp"
 
 namespace attngate::verify {
 
@@ -27,9 +28,7 @@ inline constexpr double kReferenceAgreement = 1e-4;
 // suite whose settings name them (a gate run on a cheat: `candidate_kernel: cheat_no_causal_mask`).
 inline constexpr const char* kAdversarialSuite = "adversarial";
 // Controls built beside them (`control_*`, kernels/adversarial/control_*.cu) follow the same rule.
-inline bool is_planted_cheat(const KernelInfo& k) {
-  return k.name.rfind("cheat_", 0) == 0 || k.name.rfind("control_", 0) == 0;
-}
+inline bool is_planted_cheat(const KernelInfo& k) { return worker::is_planted(k.name); }
 // Whether the generated tests of `suite` include kernel k (the planted-cheat rule only).
 inline bool planted_cheat_allowed(const KernelInfo& k, const Suite& suite) {
   if (!is_planted_cheat(k) || suite.name == kAdversarialSuite) return true;

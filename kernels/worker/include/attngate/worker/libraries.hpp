@@ -12,10 +12,17 @@ namespace attngate::worker {
 
 inline bool starts_with(const std::string& s, const char* prefix) { return s.rfind(prefix, 0) == 0; }
 
+// Whether `kernel` is one of kernels/adversarial's: a planted cheat (`cheat_*`) or a control built
+// beside them (`control_*`). The one place the role is read from the name (the verifier's
+// planted-cheat rule, the adversarial driver's catalogue check and library_of below use it).
+inline bool is_planted(const std::string& kernel) {
+  return starts_with(kernel, "cheat_") || starts_with(kernel, "control_");
+}
+
 // The kernel library (and so the worker, attngate_worker_<library>) that registers `kernel`.
 inline std::string library_of(const std::string& kernel) {
   if (starts_with(kernel, "cheat_interposes_")) return "adversarial_interpose";
-  if (starts_with(kernel, "cheat_") || starts_with(kernel, "control_")) return "adversarial";
+  if (is_planted(kernel)) return "adversarial";
   return kernel;
 }
 
