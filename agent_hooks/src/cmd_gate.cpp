@@ -288,20 +288,18 @@ EvaluationInput rerun_gate_tests(const Context& ctx, const GateOptions& o, const
   return second;
 }
 
-json optional_number(const std::optional<double>& v) { return v ? json(*v) : json(nullptr); }
-
 // The report the record names and whose hash the receipt signs: the first run's, with the outcome of
 // the re-run added, written back as report.json (and its report.md put back beside it).
-void write_recorded_report(const fs::path& gate, json first, const std::optional<std::string>& first_md,
+void write_recorded_report(const fs::path& gate, const json& first_raw, const std::optional<std::string>& first_md,
                            const EvaluationInput& second, EvaluationInput& in) {
-  first["suspicious_confirmed"] = in.suspicious_confirmed;
-  first["confirmation"] = {{"geomean", optional_number(second.report.geomean.speedup)},
-                           {"ci_low", optional_number(second.report.geomean.ci_low)},
-                           {"ci_high", optional_number(second.report.geomean.ci_high)},
-                           {"report_sha256", second.report_sha256.empty() ? json(nullptr) : json(second.report_sha256)},
-                           {"verdict", second.report.verdict},
-                           {"report", second.report_path.empty() ? json(nullptr) : json(second.report_path)}};
-  const std::string bytes = first.dump(1) + "\n";
+  GateReport first = parse_report(first_raw);
+  first.suspicious_confirmed = in.suspicious_confirmed;
+  first.confirmation = Confirmation{second.report.geomean.speedup, second.report.geomean.ci_low,
+                                    second.report.geomean.ci_high,
+                                    second.report_sha256.empty() ? std::nullopt : std::optional(second.report_sha256),
+                                    second.report.verdict,
+                                    second.report_path.empty() ? std::nullopt : std::optional(second.report_path)};
+  const std::string bytes = json(first).dump(1) + "\n";
   write_file_atomically(gate / "report.json", bytes);
   if (first_md) write_file_atomically(gate / "report.md", *first_md);
   in.report_path = (gate / "report.json").string();

@@ -185,6 +185,16 @@ struct ReportInputPaths {
 };
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(ReportInputPaths, results_dir, perf, started_after, scenarios_dir)
 
+// What the gate's re-run of a suspicious gain found: `attngate gate` adds it, and
+// suspicious_confirmed, to the first run's report before the lineage records it.
+struct Confirmation {
+  std::optional<double> geomean, ci_low, ci_high;  // the re-run's
+  std::optional<std::string> report_sha256;        // of the re-run's report.json (report.confirm.json)
+  std::string verdict;
+  std::optional<std::string> report;  // its path
+};
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(Confirmation, geomean, ci_low, ci_high, report_sha256, verdict, report)
+
 // baseline name -> scenario id -> TFLOPS.
 using Baselines = std::map<std::string, std::map<std::string, double>>;
 
@@ -209,6 +219,9 @@ struct GateReport {
   std::string time;
   std::optional<double> wall_s;
   bool dry_run = false;  // synthesized by `attngate gate --dry-run`, never measured
+  // Set by `attngate gate` after the re-run of a suspicious gain; null otherwise.
+  std::optional<bool> suspicious_confirmed;
+  std::optional<Confirmation> confirmation;
 };
 
 // UTC time stamps as the report and the lineage write them: "YYYY-MM-DDTHH:MM:SSZ".
@@ -228,6 +241,7 @@ void to_json(nlohmann::json& j, const Reason& r);
 void from_json(const nlohmann::json& j, Reason& r);  // `code` is required
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(GateReport, schema, verdict, reasons, suite, target, policy, geomean,
                                                 scenarios, correctness, baselines, best_baselines, provenance, harness,
-                                                performance, inputs, time, wall_s, dry_run)
+                                                performance, inputs, time, wall_s, dry_run, suspicious_confirmed,
+                                                confirmation)
 
 }  // namespace attngate::hooks
