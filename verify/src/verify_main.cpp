@@ -437,15 +437,7 @@ std::vector<const KernelInfo*> batch_kernels(const Options& opt, const Suite& su
 constexpr int kVerifyTimeoutS = 900;
 constexpr int kShowTimeoutS = 60;
 
-// `--worker=` arguments for the workers holding `kernels` (attngate::worker::library_of).
-std::vector<std::string> worker_args(const std::filesystem::path& dir, const std::vector<std::string>& kernels) {
-  std::vector<std::string> out;
-  for (const auto& k : kernels) {
-    const std::string arg = "--worker=" + (dir / ("attngate_worker_" + attngate::worker::library_of(k))).string();
-    if (std::find(out.begin(), out.end(), arg) == out.end()) out.push_back(arg);
-  }
-  return out;
-}
+using attngate::worker::worker_args;
 
 // The suites the gate judges correctness on (gate.yaml settings.correctness_suites, plus the gate
 // suite itself); the gate times only its own suite.

@@ -240,12 +240,7 @@ struct Paths {
 // worker comes first, as in the gate, so its round trip is measured before any other worker exists.
 std::vector<std::string> worker_args(const Paths& p, const std::string& kernel) {
   if (p.workers.empty()) return {};
-  std::vector<std::string> out;
-  for (const std::string& k : {std::string("initial"), kernel}) {
-    const std::string arg = "--worker=" + (p.workers / ("attngate_worker_" + attngate::worker::library_of(k))).string();
-    if (std::find(out.begin(), out.end(), arg) == out.end()) out.push_back(arg);
-  }
-  return out;
+  return attngate::worker::worker_args(p.workers, {"initial", kernel});
 }
 
 // argv of a judge binary: the executable, the workers, the rest.

@@ -1,6 +1,5 @@
 #include "attngate/gate/plan.hpp"
 
-#include <algorithm>
 #include <filesystem>
 #include <sstream>
 
@@ -19,17 +18,6 @@ void add_test(std::ostringstream& out, const std::string& name, const std::vecto
   out << "add_test(" << quoted(name);
   for (const auto& a : argv) out << " " << quoted(a);
   out << ")\n";
-}
-
-// `--worker=` for the workers of `kernels`, the baseline's first: the bench measures the round trip
-// to it before any other exists.
-std::vector<std::string> worker_args(const std::string& dir, const std::vector<std::string>& kernels) {
-  std::vector<std::string> out;
-  for (const auto& k : kernels) {
-    const std::string arg = "--worker=" + (fs::path(dir) / ("attngate_worker_" + worker::library_of(k))).string();
-    if (std::find(out.begin(), out.end(), arg) == out.end()) out.push_back(arg);
-  }
-  return out;
 }
 
 fs::path gate_dir(const GateTools& t) { return fs::path(t.build_dir) / "gate"; }
@@ -65,7 +53,8 @@ std::string gate_ctest_script(const verify::GateBatches& b, const GateTools& t) 
   std::vector<std::string> after = {"gate.setup"};
   after.insert(after.end(), b.tests.begin(), b.tests.end());
   std::vector<std::string> perf = {t.bench};
-  for (const auto& w : worker_args(t.workers_dir, {b.baseline, b.kernel})) perf.push_back(w);
+  // The baseline's worker first: the bench measures the round trip to it before any other exists.
+  for (const auto& w : worker::worker_args(t.workers_dir, {b.baseline, b.kernel})) perf.push_back(w);
   perf.insert(perf.end(), {"--suite=gate", "--scenarios=" + b.scenarios_dir, "--compare=" + b.kernel + "," + b.baseline,
                            "--compare_out=" + (gate_dir(t) / "performance.json").string()});
   add_test(out, "gate.performance", perf);

@@ -6,7 +6,10 @@
 // a library and worker of its own (kernels/adversarial/interpose/).
 #pragma once
 
+#include <algorithm>
+#include <filesystem>
 #include <string>
+#include <vector>
 
 namespace attngate::worker {
 
@@ -24,6 +27,17 @@ inline std::string library_of(const std::string& kernel) {
   if (starts_with(kernel, "cheat_interposes_")) return "adversarial_interpose";
   if (is_planted(kernel)) return "adversarial";
   return kernel;
+}
+
+// `--worker=<dir>/attngate_worker_<library>` for the workers holding `kernels`, each once, in the
+// order given (the judges start them in that order: the bench measures the round trip to the first).
+inline std::vector<std::string> worker_args(const std::filesystem::path& dir, const std::vector<std::string>& kernels) {
+  std::vector<std::string> out;
+  for (const auto& k : kernels) {
+    const std::string arg = "--worker=" + (dir / ("attngate_worker_" + library_of(k))).string();
+    if (std::find(out.begin(), out.end(), arg) == out.end()) out.push_back(arg);
+  }
+  return out;
 }
 
 }  // namespace attngate::worker
