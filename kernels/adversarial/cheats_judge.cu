@@ -1,4 +1,5 @@
-// Planted cheats of issue 19: aimed at the judge's clock and at the sandbox around the worker.
+// Planted cheats of issue 19: aimed at the judge's clock and at the sandbox around the worker (and,
+// since issue 21 moved the gate's tests to `attngate plan`, at the files that plan is made of).
 // Each runs the honest variant kernel (cheats_host.cu) and misbehaves around it; cheats.yaml says
 // what each does and how it must be caught. The sandbox probes turn a success into a visibly wrong
 // output, so that a sandbox which let them through fails the gate: their expected verdict is PASS.
@@ -156,12 +157,36 @@ void probe_write() {
   }
 }
 
-// Whether this process is a worker (attngate's in-process tools link every kernel too; the probes
-// are aimed at the worker's sandbox).
-bool in_worker() {
+// This process's binary.
+std::string self_exe() {
   char exe[4096] = {};
   const ssize_t n = ::readlink("/proc/self/exe", exe, sizeof exe - 1);
-  return n > 0 && std::string(exe, size_t(n)).find("attngate_worker_") != std::string::npos;
+  return n > 0 ? std::string(exe, size_t(n)) : std::string();
+}
+
+// Whether this process is a worker (attngate's in-process tools link every kernel too; the probes
+// are aimed at the worker's sandbox).
+bool in_worker() { return self_exe().find("attngate_worker_") != std::string::npos; }
+
+// Opens the gate's plan for the next run for writing: the CTest script `attngate plan` writes
+// (<build>/agent_hooks/gate_tests.cmake) and verify's list of the gate's verify tests it is written
+// from (<build>/verify/verify_tests.gate_batches.json), found from the worker's own path
+// (<build>/kernels/worker/attngate_worker_*). Who could rewrite them would choose what the next
+// `ctest -L gate` runs and waits for. A plan not found there is an escape too, so that a moved
+// file fails this entry instead of passing it for want of a target.
+void probe_gate_plan() {
+  if (!in_worker()) return;
+  std::string build = self_exe();
+  for (int up = 0; up < 3 && build.rfind('/') != std::string::npos; ++up) build.erase(build.rfind('/'));
+  for (const std::string rel : {"/agent_hooks/gate_tests.cmake", "/verify/verify_tests.gate_batches.json"}) {
+    const std::string path = build + rel;
+    if (const int f = ::open(path.c_str(), O_WRONLY | O_APPEND | O_CLOEXEC); f >= 0) {
+      ::close(f);
+      escaped("opened " + path + " for writing");
+    } else if (errno == ENOENT) {
+      escaped("found no gate plan at " + path + " (the probe has no target: fix it)");
+    }
+  }
 }
 
 // The first probe runs before main(): a sandbox applied by the worker itself would come too late.
@@ -192,6 +217,8 @@ const PlantedCheat kJudgeCheats[] = {
     {"cheat_reaches_judge", "opens the judge's descriptors, signals it, ptraces it", after_probe<probe_judge>},
     {"cheat_writes_outside", "writes outside its scratch folder from a static initializer",
      after_probe<probed_before_main>},
+    {"cheat_rewrites_gate_plan", "opens the gate's CTest plan and verify's list of the gate's tests for writing",
+     after_probe<probe_gate_plan>},
 };
 const bool g_registered = [] {
   (void)g_probed_early;
