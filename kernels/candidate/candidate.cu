@@ -17,6 +17,8 @@
 
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
+#include <cuda.h>
+#include <cudaTypedefs.h>
 #include <cuda_runtime.h>
 
 #include <cmath>
@@ -430,57 +432,88 @@ cudaError_t dispatch(const AttnParams& p, cudaStream_t stream) {
 }  // namespace candidate_fa2
 
 // ---------------------------------------------------------------------------------------------
-// Hopper path (head dim 128; written for 64 too): warpgroup MMA (wgmma) on 128-byte-swizzled shared memory.
+// Hopper path (head dim 128): warp-specialized, TMA-fed warpgroup MMA (wgmma).
 //
-// One block of two warpgroups (256 threads) computes 128 query rows of one (batch, query head);
-// warpgroup g owns rows 64g..64g+63 for the whole pass. S = Q K^T is a wgmma with both operands
-// in shared memory (Q and K rows K-major); O += P V is a wgmma with P from registers (the S
-// accumulator layout is the A-fragment layout, as with mma.sync) and V read MN-major (transposed
-// by the instruction). K/V tiles of 128 keys stream through a three-stage cp.async ring; every tile
-// is stored as head-dim atoms of 64 elements x rows, 128 bytes per row, 16-byte chunks XOR-swizzled
-// by row % 8 (the layout wgmma's 128-byte swizzle mode reads), so copies and MMAs are both free of
-// bank conflicts.
+// One block of three warpgroups computes 128 query rows of one (batch, query head). Warpgroup 0
+// produces: it gives most of its registers to the consumers (setmaxnreg) and one of its threads
+// issues bulk tensor copies (TMA) of the Q tile once and of K and V tiles of 128 keys into a
+// three-stage ring. Each copy completes on the stage's "full" mbarrier; consumers hand a stage
+// back on its "empty" mbarrier, so no block-wide barrier is met inside the loop. Warpgroups 1 and
+// 2 consume, 64 query rows each: S = Q K^T is a wgmma with both operands in shared memory,
+// O += P V a wgmma with P from registers (the S accumulator layout is the A-fragment layout) and
+// V read MN-major (transposed by the instruction). Iteration j issues S_j and P_(j-1) V_(j-1),
+// then runs the softmax of S_j while the PV product runs; with kPingPong the two consumers take
+// turns issuing their GEMMs (two named barriers), so one's softmax overlaps the other's GEMMs.
+// TMA writes each tile as head-dim atoms of 64 elements x 128 rows in its 128-byte swizzle
+// (16-byte chunk c of row r at chunk c ^ (r % 8)), the layout wgmma's 128-byte swizzle mode reads.
 namespace candidate_hopper {
 
 using attngate::AttnParams;
-using candidate_fa2::cp_async_16;
-using candidate_fa2::cp_async_commit;
-using candidate_fa2::cp_async_wait;
+using attngate::DType;
 using candidate_fa2::pack2;
 using candidate_fa2::smem_u32;
 
-template <int D>
-struct Cfg {
-  static constexpr int kThreads = 256;  // two consumer warpgroups
-  static constexpr int kBlockM = 128;
-  static constexpr int kBlockN = 128;
-  static constexpr int kAtoms = D / 64;            // 64-element (128-byte) head-dim atoms per row
-  static constexpr int kQBytes = kBlockM * D * 2;  // one tile of 128 rows
-  static constexpr int kTileBytes = kBlockN * D * 2;
-  static constexpr int kAtomBytes = kBlockN * 128;  // one atom of a 128-row tile
-  // Three stages of (K, V): tile j+1 lands while S_j runs and tile j-1's V is still read by P_{j-1} V.
-  static constexpr int kStages = 3;
-  static constexpr int kSmemBytes = kQBytes + 2 * kStages * kTileBytes + 1024;  // 1 KB to align
+// Tensor maps of Q, K and V as 4-D tensors (head dim, rows, heads, batch), encoded per call.
+struct alignas(64) TensorMaps {
+  CUtensorMap q, k, v;
 };
 
-// Byte offset of 16-byte chunk `chunk` (of D / 8) of row `row` in a 128-row tile.
-__device__ __forceinline__ uint32_t tile_offset(int row, int chunk) {
-  return static_cast<uint32_t>((chunk >> 3) * (128 * 128) + row * 128 + (((chunk & 7) ^ (row & 7)) << 4));
-}
+template <int D>
+struct Cfg {
+  static constexpr int kConsumers = 2;                      // consumer warpgroups, 64 rows each
+  static constexpr int kThreads = 128 * (1 + kConsumers);   // warpgroup 0 produces
+  static constexpr int kBlockM = 64 * kConsumers;
+  static constexpr int kBlockN = 128;
+  static constexpr int kAtomBytes = 128 * 128;               // 64 elements x 128 rows
+  static constexpr int kTileBytes = (D / 64) * kAtomBytes;   // 128 rows x D
+  static constexpr int kStages = 3;                          // Q + 3 x (K, V) = 224 KB at D = 128
+  static constexpr int kBarriers = 1 + 4 * kStages;          // Q full; K, V full and empty per stage
+  static constexpr int kSmemBytes = (1 + 2 * kStages) * kTileBytes + 8 * kBarriers + 1024;  // 1 KB to align
+  // 128 x 24 + 256 x 240 registers = 64,512 of the SM's 65,536.
+  static constexpr int kProducerRegs = 24;
+  static constexpr int kConsumerRegs = 240;
+};
 
-// 128 rows x D columns from global row `row0`; rows >= row_limit are zero-filled.
-template <typename T, int D>
-__device__ __forceinline__ void load_tile(uint32_t s_base, const T* g, int64_t row_stride, int row0, int row_limit,
-                                          int tid) {
-  constexpr int kChunks = D / 8;
-  constexpr int kStep = 256 / kChunks;
-  const int c = tid % kChunks;
-#pragma unroll
-  for (int r = tid / kChunks; r < 128; r += kStep) {
-    const int grow = row0 + r;
-    const bool ok = grow < row_limit;
-    cp_async_16(s_base + tile_offset(r, c), g + static_cast<int64_t>(ok ? grow : 0) * row_stride + c * 8, ok);
-  }
+// ---- PTX wrappers -------------------------------------------------------------------------
+
+__device__ __forceinline__ void mbar_init(uint32_t bar, uint32_t count) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(bar), "r"(count) : "memory");
+}
+// One arrival that also announces `bytes` of copies to come (the producer's, per stage use).
+__device__ __forceinline__ void mbar_expect_tx(uint32_t bar, uint32_t bytes) {
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(bar), "r"(bytes) : "memory");
+}
+__device__ __forceinline__ void mbar_arrive(uint32_t bar) {
+  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(bar) : "memory");
+}
+// Waits until the phase of parity `parity` has completed (a fresh barrier's phase "1" counts as
+// completed, so a producer's first wait on an empty stage passes at once).
+__device__ __forceinline__ void mbar_wait(uint32_t bar, uint32_t parity) {
+  asm volatile(
+      "{\n.reg .pred done;\nLAB_WAIT:\n"
+      "mbarrier.try_wait.parity.shared::cta.b64 done, [%0], %1;\n"
+      "@done bra DONE;\nbra LAB_WAIT;\nDONE:\n}\n" ::"r"(bar),
+      "r"(parity)
+      : "memory");
+}
+// Box {64 elements, 128 rows} at coordinates (c0 .. c3) of `map` into shared memory at dst.
+__device__ __forceinline__ void tma_load(uint32_t dst, const CUtensorMap* map, uint32_t bar, int c0, int c1, int c2,
+                                         int c3) {
+  asm volatile(
+      "cp.async.bulk.tensor.4d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%3, %4, %5, %6}], "
+      "[%2];\n" ::"r"(dst),
+      "l"(reinterpret_cast<uint64_t>(map)), "r"(bar), "r"(c0), "r"(c1), "r"(c2), "r"(c3)
+      : "memory");
+}
+template <int N>
+__device__ __forceinline__ void regs_dec() { asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(N)); }
+template <int N>
+__device__ __forceinline__ void regs_inc() { asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(N)); }
+__device__ __forceinline__ void named_sync(int id, int threads) {
+  asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
+}
+__device__ __forceinline__ void named_arrive(int id, int threads) {
+  asm volatile("bar.arrive %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
 }
 
 // Shared-memory matrix descriptor in 128-byte swizzle mode: start address, leading and stride
@@ -489,13 +522,10 @@ __device__ __forceinline__ uint64_t smem_desc(uint32_t addr, uint32_t lead_bytes
   return static_cast<uint64_t>((addr & 0x3FFFF) >> 4) | (static_cast<uint64_t>((lead_bytes & 0x3FFFF) >> 4) << 16) |
          (static_cast<uint64_t>((stride_bytes & 0x3FFFF) >> 4) << 32) | (1ull << 62);
 }
-
 __device__ __forceinline__ void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
 __device__ __forceinline__ void wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
 template <int N>
 __device__ __forceinline__ void wgmma_wait() { asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory"); }
-// Copies by the generic proxy (cp.async, st.shared) become visible to wgmma's async proxy.
-__device__ __forceinline__ void fence_proxy_async() { asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); }
 // Keeps the compiler from moving reads or writes of an accumulator across a wgmma wait.
 template <int N>
 __device__ __forceinline__ void fence_regs(float (&r)[N]) {
@@ -517,280 +547,416 @@ __device__ __forceinline__ void wgmma_ss(float (&d)[N / 2], uint64_t da, uint64_
 template <int N, typename T>
 __device__ __forceinline__ void wgmma_rs_tb(float (&d)[N / 2], const uint32_t (&a)[4], uint64_t db, int accumulate);
 
-template <>
-__device__ __forceinline__ void wgmma_ss<64, __nv_bfloat16>(float (&d)[32], uint64_t da, uint64_t db, int accumulate) {
-  asm volatile(
-      "{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"
-      "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, %32, %33, p, 1, 1, 0, 0;\n}\n"
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
-      : "l"(da), "l"(db), "r"(accumulate));
-}
-template <>
-__device__ __forceinline__ void wgmma_rs_tb<64, __nv_bfloat16>(float (&d)[32], const uint32_t (&a)[4], uint64_t db, int accumulate) {
-  asm volatile(
-      "{\n.reg .pred p;\nsetp.ne.b32 p, %37, 0;\n"
-      "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, {%32, %33, %34, %35}, %36, p, 1, 1, 1;\n}\n"
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "r"(accumulate));
-}
-
-template <>
-__device__ __forceinline__ void wgmma_ss<64, __half>(float (&d)[32], uint64_t da, uint64_t db, int accumulate) {
-  asm volatile(
-      "{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"
-      "wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, %32, %33, p, 1, 1, 0, 0;\n}\n"
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
-      : "l"(da), "l"(db), "r"(accumulate));
-}
-template <>
-__device__ __forceinline__ void wgmma_rs_tb<64, __half>(float (&d)[32], const uint32_t (&a)[4], uint64_t db, int accumulate) {
-  asm volatile(
-      "{\n.reg .pred p;\nsetp.ne.b32 p, %37, 0;\n"
-      "wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, {%32, %33, %34, %35}, %36, p, 1, 1, 1;\n}\n"
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "r"(accumulate));
-}
-
-template <>
-__device__ __forceinline__ void wgmma_ss<128, __nv_bfloat16>(float (&d)[64], uint64_t da, uint64_t db, int accumulate) {
-  asm volatile(
-      "{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
-      "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, %64, %65, p, 1, 1, 0, 0;\n}\n"
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
-      : "l"(da), "l"(db), "r"(accumulate));
-}
-template <>
-__device__ __forceinline__ void wgmma_rs_tb<128, __nv_bfloat16>(float (&d)[64], const uint32_t (&a)[4], uint64_t db, int accumulate) {
-  asm volatile(
-      "{\n.reg .pred p;\nsetp.ne.b32 p, %69, 0;\n"
-      "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, {%64, %65, %66, %67}, %68, p, 1, 1, 1;\n}\n"
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "r"(accumulate));
-}
-
-template <>
-__device__ __forceinline__ void wgmma_ss<128, __half>(float (&d)[64], uint64_t da, uint64_t db, int accumulate) {
-  asm volatile(
-      "{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
-      "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, %64, %65, p, 1, 1, 0, 0;\n}\n"
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
-      : "l"(da), "l"(db), "r"(accumulate));
-}
-template <>
-__device__ __forceinline__ void wgmma_rs_tb<128, __half>(float (&d)[64], const uint32_t (&a)[4], uint64_t db, int accumulate) {
-  asm volatile(
-      "{\n.reg .pred p;\nsetp.ne.b32 p, %69, 0;\n"
-      "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, {%64, %65, %66, %67}, %68, p, 1, 1, 1;\n}\n"
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "r"(accumulate));
-}
-
-
-template <typename T, int D, bool kCausal>
-__global__ void __launch_bounds__(256, 1) attn_fwd_kernel(const __grid_constant__ AttnParams p) {
-  using C = Cfg<D>;
-  constexpr int kBM = C::kBlockM, kBN = C::kBlockN;
-  extern __shared__ uint8_t smem_raw[];
-  // The swizzle works on address bits, so every tile starts on a 1024-byte boundary.
-  const uint32_t sQ = (smem_u32(smem_raw) + 1023) & ~1023u;
-  uint8_t* smem = smem_raw + (sQ - smem_u32(smem_raw));
-  const uint32_t sKV = sQ + C::kQBytes;
-
-  const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31, wg = tid >> 7;
-  const int b = blockIdx.x / p.heads_q;
-  const int h = blockIdx.x - b * p.heads_q;
-  const int hk = h / (p.heads_q / p.heads_kv);
-  const int m0 = (gridDim.y - 1 - blockIdx.y) * kBM;  // longest causal rows first
-  const int Sq = p.seqlen_q, Sk = p.seqlen_k, diag = Sk - Sq;
-
-  const T* q = static_cast<const T*>(p.q) + b * p.q_batch_stride + h * p.q_head_stride;
-  const T* k = static_cast<const T*>(p.k) + b * p.k_batch_stride + hk * p.k_head_stride;
-  const T* v = static_cast<const T*>(p.v) + b * p.v_batch_stride + hk * p.v_head_stride;
-  T* o = static_cast<T*>(p.o) + b * p.o_batch_stride + h * p.o_head_stride;
-  float* lse = p.lse == nullptr ? nullptr : p.lse + b * p.lse_batch_stride + h * p.lse_head_stride;
-
-  int n_end = Sk;
-  if constexpr (kCausal) n_end = min(Sk, m0 + kBM + diag);
-  const int n_blocks = n_end > 0 ? (n_end + kBN - 1) / kBN : 0;
-  if (n_blocks == 0) {  // every row fully masked: O = 0, LSE = -inf
-    constexpr int kChunks = D / 8;
-    for (int i = tid; i < kBM * kChunks; i += C::kThreads) {
-      const int r = i / kChunks;
-      if (m0 + r < Sq)
-        *reinterpret_cast<uint4*>(o + static_cast<int64_t>(m0 + r) * p.o_row_stride + (i % kChunks) * 8) =
-            make_uint4(0, 0, 0, 0);
-    }
-    if (lse != nullptr && tid < kBM && m0 + tid < Sq) lse[m0 + tid] = -INFINITY;
-    return;
+// One definition per instruction shape, instantiated for bf16 and fp16: the accumulator operand
+// lists (CAND_F*) and register lists (CAND_R*) are spelled once.
+#define CAND_F8(d, i) \
+  "+f"(d[i]), "+f"(d[i + 1]), "+f"(d[i + 2]), "+f"(d[i + 3]), "+f"(d[i + 4]), "+f"(d[i + 5]), "+f"(d[i + 6]), "+f"(d[i + 7])
+#define CAND_F32(d) CAND_F8(d, 0), CAND_F8(d, 8), CAND_F8(d, 16), CAND_F8(d, 24)
+#define CAND_F64(d) CAND_F32(d), CAND_F8(d, 32), CAND_F8(d, 40), CAND_F8(d, 48), CAND_F8(d, 56)
+#define CAND_R32                                                                                                     \
+  "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, " \
+  "%24, %25, %26, %27, %28, %29, %30, %31}"
+#define CAND_R64                                                                                                     \
+  "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, " \
+  "%24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, "  \
+  "%46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}"
+// IA, IB, IP: operand numbers (as strings) of the A descriptor, B descriptor and accumulate flag.
+#define CAND_WGMMA_SS(N, T, PT, REGS, OUTS, IA, IB, IP)                                                              \
+  template <>                                                                                                        \
+  __device__ __forceinline__ void wgmma_ss<N, T>(float(&d)[N / 2], uint64_t da, uint64_t db, int accumulate) {       \
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %" IP ", 0;\nwgmma.mma_async.sync.aligned.m64n" #N "k16.f32." PT \
+                 "." PT " " REGS ", %" IA ", %" IB ", p, 1, 1, 0, 0;\n}\n"                                          \
+                 : OUTS(d)                                                                                           \
+                 : "l"(da), "l"(db), "r"(accumulate));                                                               \
+  }
+// I0: operand number of a[0] (a[1..3] follow), IB and IP as above.
+#define CAND_WGMMA_RS(N, T, PT, REGS, OUTS, I0, I1, I2, I3, IB, IP)                                                  \
+  template <>                                                                                                        \
+  __device__ __forceinline__ void wgmma_rs_tb<N, T>(float(&d)[N / 2], const uint32_t(&a)[4], uint64_t db,            \
+                                                    int accumulate) {                                                \
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %" IP ", 0;\nwgmma.mma_async.sync.aligned.m64n" #N "k16.f32." PT \
+                 "." PT " " REGS ", {%" I0 ", %" I1 ", %" I2 ", %" I3 "}, %" IB ", p, 1, 1, 1;\n}\n"                \
+                 : OUTS(d)                                                                                           \
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "r"(accumulate));                            \
   }
 
-  int n_block = n_blocks - 1;  // from the diagonal down, so the masked tiles come first
-  load_tile<T, D>(sQ, q, p.q_row_stride, m0, Sq, tid);
-  load_tile<T, D>(sKV, k, p.k_row_stride, n_block * kBN, Sk, tid);
-  load_tile<T, D>(sKV + C::kTileBytes, v, p.v_row_stride, n_block * kBN, Sk, tid);
-  cp_async_commit();
+CAND_WGMMA_SS(128, __nv_bfloat16, "bf16", CAND_R64, CAND_F64, "64", "65", "66")
+CAND_WGMMA_SS(128, __half, "f16", CAND_R64, CAND_F64, "64", "65", "66")
+CAND_WGMMA_RS(128, __nv_bfloat16, "bf16", CAND_R64, CAND_F64, "64", "65", "66", "67", "68", "69")
+CAND_WGMMA_RS(128, __half, "f16", CAND_R64, CAND_F64, "64", "65", "66", "67", "68", "69")
+CAND_WGMMA_RS(64, __nv_bfloat16, "bf16", CAND_R32, CAND_F32, "32", "33", "34", "35", "36", "37")
+CAND_WGMMA_RS(64, __half, "f16", CAND_R32, CAND_F32, "32", "33", "34", "35", "36", "37")
+
+// ---- the block's work and its shared memory ---------------------------------------------------
+
+// Which rows and keys one block covers.
+struct Tile {
+  int b, h, hk, m0, n_blocks;
+};
+template <int kBM, int kBN, bool kCausal>
+__device__ __forceinline__ Tile locate_tile(const AttnParams& p) {
+  Tile t;
+  t.b = blockIdx.x / p.heads_q;
+  t.h = blockIdx.x - t.b * p.heads_q;
+  t.hk = t.h / (p.heads_q / p.heads_kv);
+  t.m0 = (gridDim.y - 1 - blockIdx.y) * kBM;  // longest causal rows first
+  int n_end = p.seqlen_k;
+  if constexpr (kCausal) n_end = min(p.seqlen_k, t.m0 + kBM + p.seqlen_k - p.seqlen_q);
+  t.n_blocks = n_end > 0 ? (n_end + kBN - 1) / kBN : 0;
+  return t;
+}
+
+// Shared memory: [Q][K0][V0][K1][V1]...[barriers], every tile 1024-byte aligned (the swizzle works
+// on address bits).
+template <int D>
+struct Ring {
+  using C = Cfg<D>;
+  uint32_t q_tile;
+  __device__ uint32_t k_tile(int s) const { return q_tile + (1 + 2 * s) * C::kTileBytes; }
+  __device__ uint32_t v_tile(int s) const { return k_tile(s) + C::kTileBytes; }
+  __device__ uint32_t barrier(int i) const { return q_tile + (1 + 2 * C::kStages) * C::kTileBytes + 8 * i; }
+  __device__ uint32_t q_full() const { return barrier(0); }
+  __device__ uint32_t k_full(int s) const { return barrier(1 + s); }
+  __device__ uint32_t v_full(int s) const { return barrier(1 + C::kStages + s); }
+  __device__ uint32_t k_empty(int s) const { return barrier(1 + 2 * C::kStages + s); }
+  __device__ uint32_t v_empty(int s) const { return barrier(1 + 3 * C::kStages + s); }
+  // Full barriers wait for the producer's one arrival (and its bytes); empty ones for every
+  // consumer thread, each after its own last read of the stage.
+  __device__ void init() const {
+    mbar_init(q_full(), 1);
+    for (int s = 0; s < C::kStages; ++s) {
+      mbar_init(k_full(s), 1), mbar_init(v_full(s), 1);
+      mbar_init(k_empty(s), 128 * C::kConsumers), mbar_init(v_empty(s), 128 * C::kConsumers);
+    }
+    asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+  }
+};
+
+// A block whose rows see no key: O = 0, LSE = -inf.
+template <typename T, int D, int kBM>
+__device__ __forceinline__ void write_masked_rows(const AttnParams& p, const Tile& t, int tid, int threads) {
+  constexpr int kChunks = D / 8;
+  T* o = static_cast<T*>(p.o) + t.b * p.o_batch_stride + t.h * p.o_head_stride;
+  for (int i = tid; i < kBM * kChunks; i += threads) {
+    const int r = i / kChunks;
+    if (t.m0 + r < p.seqlen_q)
+      *reinterpret_cast<uint4*>(o + static_cast<int64_t>(t.m0 + r) * p.o_row_stride + (i % kChunks) * 8) =
+          make_uint4(0, 0, 0, 0);
+  }
+  if (p.lse != nullptr && tid < kBM && t.m0 + tid < p.seqlen_q)
+    p.lse[t.b * p.lse_batch_stride + t.h * p.lse_head_stride + t.m0 + tid] = -INFINITY;
+}
+
+// ---- producer -------------------------------------------------------------------------------
+
+template <int D>
+__device__ __forceinline__ void load_tile(uint32_t dst, const CUtensorMap* map, uint32_t bar, int row0, int head,
+                                          int batch) {
+  mbar_expect_tx(bar, Cfg<D>::kTileBytes);  // rows past the end are zero-filled and still counted
+#pragma unroll
+  for (int a = 0; a < D / 64; ++a) tma_load(dst + a * Cfg<D>::kAtomBytes, map, bar, a * 64, row0, head, batch);
+}
+
+// One thread: Q once, then K and V of every tile from the diagonal down, each into a stage the
+// consumers have handed back.
+template <int D>
+__device__ __forceinline__ void produce(const TensorMaps& maps, const Ring<D>& ring, const Tile& t) {
+  using C = Cfg<D>;
+  load_tile<D>(ring.q_tile, &maps.q, ring.q_full(), t.m0, t.h, t.b);
+  for (int it = 0; it < t.n_blocks; ++it) {
+    const int s = it % C::kStages;
+    const uint32_t free_parity = ((it / C::kStages) & 1) ^ 1;
+    const int row0 = (t.n_blocks - 1 - it) * C::kBlockN;
+    mbar_wait(ring.k_empty(s), free_parity);
+    load_tile<D>(ring.k_tile(s), &maps.k, ring.k_full(s), row0, t.hk, t.b);
+    mbar_wait(ring.v_empty(s), free_parity);
+    load_tile<D>(ring.v_tile(s), &maps.v, ring.v_full(s), row0, t.hk, t.b);
+  }
+}
+
+// ---- consumers ------------------------------------------------------------------------------
+
+// Online-softmax state of this thread's two rows (row_a and row_a + 8 of its warp's 16).
+struct RowState {
+  float max[2] = {-INFINITY, -INFINITY};
+  float sum[2] = {0.f, 0.f};  // per-thread partial sums, reduced across the quad at the end
+};
+
+// Masks s (64 x 128 keys from n0) where a key is past the end or above the causal diagonal.
+// s[4j + e]: row (e < 2 ? row_a : row_a + 8), column n0 + 8j + 2 (lane % 4) + (e & 1).
+template <int kBN>
+__device__ __forceinline__ void mask_tile(float (&s)[kBN / 2], int n0, const int (&lim)[2], int lane) {
+#pragma unroll
+  for (int j = 0; j < kBN / 8; ++j) {
+    const int col = n0 + j * 8 + (lane & 3) * 2;
+    if (col >= lim[0]) s[4 * j + 0] = -INFINITY;
+    if (col + 1 >= lim[0]) s[4 * j + 1] = -INFINITY;
+    if (col >= lim[1]) s[4 * j + 2] = -INFINITY;
+    if (col + 1 >= lim[1]) s[4 * j + 3] = -INFINITY;
+  }
+}
+
+// s <- exp2(s * scale_log2 - max * scale_log2) in place, one FFMA and one EX2 per score; returns
+// the factors by which earlier sums and O must be rescaled.
+template <int kBN>
+__device__ __forceinline__ void online_softmax(float (&s)[kBN / 2], RowState& st, float scale_log2, float (&corr)[2]) {
+  float mx[2] = {st.max[0], st.max[1]};
+#pragma unroll
+  for (int j = 0; j < kBN / 8; ++j) {
+    mx[0] = fmaxf(mx[0], fmaxf(s[4 * j], s[4 * j + 1]));
+    mx[1] = fmaxf(mx[1], fmaxf(s[4 * j + 2], s[4 * j + 3]));
+  }
+  float mx_scaled[2];
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    mx[r] = fmaxf(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 1));
+    mx[r] = fmaxf(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 2));
+    // A row with no visible key so far keeps max = -inf; subtracting 0 keeps exp2(-inf) = 0.
+    mx_scaled[r] = mx[r] == -INFINITY ? 0.f : mx[r] * scale_log2;
+    corr[r] = exp2f(st.max[r] * scale_log2 - mx_scaled[r]);
+    st.max[r] = mx[r];
+  }
+  float sum[2] = {0.f, 0.f};
+#pragma unroll
+  for (int j = 0; j < kBN / 8; ++j) {
+#pragma unroll
+    for (int e = 0; e < 4; ++e) s[4 * j + e] = exp2f(fmaf(s[4 * j + e], scale_log2, -mx_scaled[e >> 1]));
+    sum[0] += s[4 * j] + s[4 * j + 1];
+    sum[1] += s[4 * j + 2] + s[4 * j + 3];
+  }
+  st.sum[0] = st.sum[0] * corr[0] + sum[0];
+  st.sum[1] = st.sum[1] * corr[1] + sum[1];
+}
+
+// Named barriers 1 and 2 order the two consumers' GEMM issue (kPingPong).
+constexpr int kSchedBarrier = 1;
+
+// O += P V for one tile of 128 keys, V MN-major in shared memory.
+template <typename T, int D>
+__device__ __forceinline__ void issue_pv(float (&acc_o)[D / 2], const uint32_t (&pa)[8][4], uint32_t v_tile) {
+#pragma unroll
+  for (int kk = 0; kk < 8; ++kk)
+    wgmma_rs_tb<D, T>(acc_o, pa[kk], smem_desc(v_tile + kk * 16 * 128, Cfg<D>::kAtomBytes, 1024), 1);
+  wgmma_commit();
+}
+
+// O (normalized, in T) through this warp's own 16 rows of the Q tile to whole 16-byte chunks of
+// global rows, and the LSE.
+template <typename T, int D>
+__device__ __forceinline__ void store_output(const AttnParams& p, const Tile& t, uint8_t* q_smem,
+                                             float (&acc_o)[D / 2], RowState& st, int warp, int lane) {
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    st.sum[r] += __shfl_xor_sync(0xffffffffu, st.sum[r], 1);
+    st.sum[r] += __shfl_xor_sync(0xffffffffu, st.sum[r], 2);
+  }
+  const float inv[2] = {st.sum[0] > 0.f ? 1.f / st.sum[0] : 0.f, st.sum[1] > 0.f ? 1.f / st.sum[1] : 0.f};
+  auto offset = [](int row, int chunk) {  // the TMA layout of a 128-row tile
+    return (chunk >> 3) * (128 * 128) + row * 128 + (((chunk & 7) ^ (row & 7)) << 4);
+  };
+  const int g = warp * 16 + (lane >> 2);
+#pragma unroll
+  for (int j = 0; j < D / 8; ++j) {
+    *reinterpret_cast<uint32_t*>(q_smem + offset(g, j) + (lane & 3) * 4) =
+        pack2<T>(acc_o[4 * j] * inv[0], acc_o[4 * j + 1] * inv[0]);
+    *reinterpret_cast<uint32_t*>(q_smem + offset(g + 8, j) + (lane & 3) * 4) =
+        pack2<T>(acc_o[4 * j + 2] * inv[1], acc_o[4 * j + 3] * inv[1]);
+  }
+  __syncwarp();
+  constexpr int kChunks = D / 8;
+  T* o = static_cast<T*>(p.o) + t.b * p.o_batch_stride + t.h * p.o_head_stride;
+#pragma unroll
+  for (int i = lane; i < 16 * kChunks; i += 32) {
+    const int r = warp * 16 + i / kChunks, c = i % kChunks;
+    const uint4 val = *reinterpret_cast<const uint4*>(q_smem + offset(r, c));
+    if (t.m0 + r < p.seqlen_q)
+      *reinterpret_cast<uint4*>(o + static_cast<int64_t>(t.m0 + r) * p.o_row_stride + c * 8) = val;
+  }
+  if (p.lse != nullptr && (lane & 3) == 0) {
+    float* lse = p.lse + t.b * p.lse_batch_stride + t.h * p.lse_head_stride;
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      const int row = t.m0 + warp * 16 + (lane >> 2) + r * 8;
+      if (row < p.seqlen_q) lse[row] = st.sum[r] > 0.f ? st.max[r] * p.softmax_scale + logf(st.sum[r]) : -INFINITY;
+    }
+  }
+}
+
+// One consumer warpgroup (ctid: its thread's index among the consumers' 256).
+template <typename T, int D, bool kCausal, bool kPingPong>
+__device__ __forceinline__ void consume(const AttnParams& p, const Ring<D>& ring, uint8_t* q_smem, const Tile& t,
+                                        int ctid) {
+  using C = Cfg<D>;
+  constexpr int kBN = C::kBlockN;
+  const int warp = ctid >> 5, lane = ctid & 31, wg = ctid >> 7;
+  const int Sk = p.seqlen_k, diag = Sk - p.seqlen_q;
+  const int row_a = t.m0 + warp * 16 + (lane >> 2);
+  int lim[2] = {Sk, Sk};  // exclusive bound on the keys each of the thread's rows sees
+  if constexpr (kCausal) lim[0] = min(Sk, row_a + diag + 1), lim[1] = min(Sk, row_a + 8 + diag + 1);
+  const float scale_log2 = p.softmax_scale * 1.4426950408889634f;
 
   float acc_o[D / 2];
 #pragma unroll
   for (int i = 0; i < D / 2; ++i) acc_o[i] = 0.f;
-  float row_max[2] = {-INFINITY, -INFINITY}, row_sum[2] = {0.f, 0.f};
-  const float scale_log2 = p.softmax_scale * 1.4426950408889634f;
-  const int row_a = m0 + warp * 16 + (lane >> 2);  // this thread's rows: row_a and row_a + 8
-  int lim[2] = {Sk, Sk};
-  if constexpr (kCausal) lim[0] = min(Sk, row_a + diag + 1), lim[1] = min(Sk, row_a + 8 + diag + 1);
+  RowState st;
+  uint32_t pa[kBN / 16][4];  // P_(j-1), the A operand of the PV product in flight
+  const uint32_t q_rows = ring.q_tile + wg * 64 * 128;
+  if (kPingPong && wg == 0) named_arrive(kSchedBarrier, 256);  // the first consumer goes first
+  mbar_wait(ring.q_full(), 0);
 
-  // Intra-warpgroup overlap: iteration j issues S_j = Q K_j and then O += P_{j-1} V_{j-1}, waits
-  // for S_j only, and runs the softmax of S_j while the tensor cores do the PV product.
-  uint32_t pa[kBN / 16][4];  // P_{j-1}, the A operand of the PV product in flight
-  auto stage = [&](int j) { return sKV + (j % C::kStages) * 2 * C::kTileBytes; };
-  for (int it = 0; it < n_blocks; ++it, --n_block) {
-    const uint32_t sK = stage(it);
-    cp_async_wait<0>();
-    fence_proxy_async();
-    __syncthreads();  // tile `it` visible to all; every warpgroup done with tile it-2's stage
-    if (n_block > 0) {
-      const uint32_t sNext = stage(it + 1);
-      load_tile<T, D>(sNext, k, p.k_row_stride, (n_block - 1) * kBN, Sk, tid);
-      load_tile<T, D>(sNext + C::kTileBytes, v, p.v_row_stride, (n_block - 1) * kBN, Sk, tid);
-    }
-    cp_async_commit();
-
-    // S = Q K^T: this warpgroup's 64 rows x 128 keys, D / 16 k-steps of 16.
-    float s[kBN / 2];
+  for (int it = 0; it < t.n_blocks; ++it) {
+    const int s = it % C::kStages, sp = (it + C::kStages - 1) % C::kStages;
+    mbar_wait(ring.k_full(s), (it / C::kStages) & 1);
+    if (it > 0) mbar_wait(ring.v_full(sp), ((it - 1) / C::kStages) & 1);
+    if (kPingPong) named_sync(kSchedBarrier + wg, 256);
+    float sc[kBN / 2];
     wgmma_fence();
 #pragma unroll
     for (int kk = 0; kk < D / 16; ++kk) {
       const uint32_t step = (kk >> 2) * C::kAtomBytes + (kk & 3) * 32;
-      wgmma_ss<kBN, T>(s, smem_desc(sQ + wg * 64 * 128 + step, 16, 1024), smem_desc(sK + step, 16, 1024), kk > 0);
+      wgmma_ss<kBN, T>(sc, smem_desc(q_rows + step, 16, 1024), smem_desc(ring.k_tile(s) + step, 16, 1024), kk > 0);
     }
     wgmma_commit();
-    if (it > 0) {
-      const uint32_t sVprev = stage(it - 1) + C::kTileBytes;
-#pragma unroll
-      for (int kk = 0; kk < kBN / 16; ++kk)
-        wgmma_rs_tb<D, T>(acc_o, pa[kk], smem_desc(sVprev + kk * 16 * 128, C::kAtomBytes, 1024), 1);
-      wgmma_commit();
-      wgmma_wait<1>();  // S_j is done; the PV product may still run
-    } else {
-      wgmma_wait<0>();
-    }
-    fence_regs(s);
+    if (it > 0) issue_pv<T, D>(acc_o, pa, ring.v_tile(sp));
+    if (it > 0) wgmma_wait<1>(); else wgmma_wait<0>();  // S_j is done; the PV product may still run
+    fence_regs(sc);
+    // The other consumer's turn: its GEMMs queue behind our PV product. (Arriving before the wait
+    // would put a non-wgmma instruction inside the wgmma pipeline stage, which ptxas serializes.)
+    if (kPingPong) named_arrive(kSchedBarrier + (wg ^ 1), 256);
+    mbar_arrive(ring.k_empty(s));
 
-    // s[4j + e]: row (e < 2 ? row_a : row_a + 8), column n0 + 8j + 2 (lane % 4) + (e & 1).
-    const int n0 = n_block * kBN;
-    if (n0 + kBN > Sk || (kCausal && n0 + kBN - 1 > m0 + diag)) {
-#pragma unroll
-      for (int j = 0; j < kBN / 8; ++j) {
-        const int col = n0 + j * 8 + (lane & 3) * 2;
-        if (col >= lim[0]) s[4 * j + 0] = -INFINITY;
-        if (col + 1 >= lim[0]) s[4 * j + 1] = -INFINITY;
-        if (col >= lim[1]) s[4 * j + 2] = -INFINITY;
-        if (col + 1 >= lim[1]) s[4 * j + 3] = -INFINITY;
-      }
-    }
+    const int n0 = (t.n_blocks - 1 - it) * kBN;
+    if (n0 + kBN > Sk || (kCausal && n0 + kBN - 1 > t.m0 + diag)) mask_tile<kBN>(sc, n0, lim, lane);
+    float corr[2];
+    online_softmax<kBN>(sc, st, scale_log2, corr);
 
-    // Online softmax in log2 space, as in the FA2 path.
-    float mx[2] = {row_max[0], row_max[1]};
-#pragma unroll
-    for (int j = 0; j < kBN / 8; ++j) {
-      mx[0] = fmaxf(mx[0], fmaxf(s[4 * j], s[4 * j + 1]));
-      mx[1] = fmaxf(mx[1], fmaxf(s[4 * j + 2], s[4 * j + 3]));
-    }
-    float corr[2], mx_scaled[2];
-#pragma unroll
-    for (int r = 0; r < 2; ++r) {
-      mx[r] = fmaxf(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 1));
-      mx[r] = fmaxf(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 2));
-      mx_scaled[r] = mx[r] == -INFINITY ? 0.f : mx[r] * scale_log2;
-      corr[r] = exp2f(row_max[r] * scale_log2 - mx_scaled[r]);
-      row_max[r] = mx[r];
-    }
-    float sum[2] = {0.f, 0.f};
-#pragma unroll
-    for (int j = 0; j < kBN / 8; ++j) {
-#pragma unroll
-      for (int e = 0; e < 4; ++e) s[4 * j + e] = exp2f(fmaf(s[4 * j + e], scale_log2, -mx_scaled[e >> 1]));
-      sum[0] += s[4 * j] + s[4 * j + 1];
-      sum[1] += s[4 * j + 2] + s[4 * j + 3];
-    }
-    row_sum[0] = row_sum[0] * corr[0] + sum[0];
-    row_sum[1] = row_sum[1] * corr[1] + sum[1];
-
-    // The PV product of P_{j-1} must finish before O is rescaled and P_j replaces P_{j-1}.
+    // P_(j-1) V_(j-1) must finish before O is rescaled and P_j replaces P_(j-1).
     wgmma_wait<0>();
     fence_regs(acc_o);
     fence_regs(pa);
+    if (it > 0) mbar_arrive(ring.v_empty(sp));
 #pragma unroll
     for (int j = 0; j < D / 8; ++j) {
       acc_o[4 * j] *= corr[0], acc_o[4 * j + 1] *= corr[0];
       acc_o[4 * j + 2] *= corr[1], acc_o[4 * j + 3] *= corr[1];
     }
-    // P's k-step kk is the accumulators of n-tiles 2kk and 2kk + 1.
 #pragma unroll
-    for (int kk = 0; kk < kBN / 16; ++kk) {
-      pa[kk][0] = pack2<T>(s[8 * kk + 0], s[8 * kk + 1]);
-      pa[kk][1] = pack2<T>(s[8 * kk + 2], s[8 * kk + 3]);
-      pa[kk][2] = pack2<T>(s[8 * kk + 4], s[8 * kk + 5]);
-      pa[kk][3] = pack2<T>(s[8 * kk + 6], s[8 * kk + 7]);
+    for (int kk = 0; kk < kBN / 16; ++kk) {  // P's k-step kk: the accumulators of n-tiles 2kk, 2kk + 1
+      pa[kk][0] = pack2<T>(sc[8 * kk + 0], sc[8 * kk + 1]);
+      pa[kk][1] = pack2<T>(sc[8 * kk + 2], sc[8 * kk + 3]);
+      pa[kk][2] = pack2<T>(sc[8 * kk + 4], sc[8 * kk + 5]);
+      pa[kk][3] = pack2<T>(sc[8 * kk + 6], sc[8 * kk + 7]);
     }
   }
-  {  // the last tile's PV product
-    const uint32_t sVlast = stage(n_blocks - 1) + C::kTileBytes;
-    wgmma_fence();
-#pragma unroll
-    for (int kk = 0; kk < kBN / 16; ++kk)
-      wgmma_rs_tb<D, T>(acc_o, pa[kk], smem_desc(sVlast + kk * 16 * 128, C::kAtomBytes, 1024), 1);
-    wgmma_commit();
-    wgmma_wait<0>();
-    fence_regs(acc_o);
-    fence_regs(pa);
-  }
-
-  // Epilogue: normalize, stage each warp's 16 rows in its own rows of the Q tile (same layout),
-  // then store whole 16-byte chunks.
-#pragma unroll
-  for (int r = 0; r < 2; ++r) {
-    row_sum[r] += __shfl_xor_sync(0xffffffffu, row_sum[r], 1);
-    row_sum[r] += __shfl_xor_sync(0xffffffffu, row_sum[r], 2);
-  }
-  const float inv[2] = {row_sum[0] > 0.f ? 1.f / row_sum[0] : 0.f, row_sum[1] > 0.f ? 1.f / row_sum[1] : 0.f};
-  __syncthreads();  // every warpgroup's last read of Q is done
-  const int g = warp * 16 + (lane >> 2);
-#pragma unroll
-  for (int j = 0; j < D / 8; ++j) {
-    *reinterpret_cast<uint32_t*>(smem + tile_offset(g, j) + (lane & 3) * 4) =
-        pack2<T>(acc_o[4 * j] * inv[0], acc_o[4 * j + 1] * inv[0]);
-    *reinterpret_cast<uint32_t*>(smem + tile_offset(g + 8, j) + (lane & 3) * 4) =
-        pack2<T>(acc_o[4 * j + 2] * inv[1], acc_o[4 * j + 3] * inv[1]);
-  }
-  __syncwarp();
-  constexpr int kChunks = D / 8;
-#pragma unroll
-  for (int i = lane; i < 16 * kChunks; i += 32) {
-    const int r = warp * 16 + i / kChunks, c = i % kChunks;
-    const uint4 val = *reinterpret_cast<const uint4*>(smem + tile_offset(r, c));
-    if (m0 + r < Sq) *reinterpret_cast<uint4*>(o + static_cast<int64_t>(m0 + r) * p.o_row_stride + c * 8) = val;
-  }
-  if (lse != nullptr && (lane & 3) == 0) {
-#pragma unroll
-    for (int r = 0; r < 2; ++r) {
-      const int row = row_a + r * 8;
-      if (row < Sq) lse[row] = row_sum[r] > 0.f ? row_max[r] * p.softmax_scale + logf(row_sum[r]) : -INFINITY;
-    }
-  }
+  const int last = (t.n_blocks - 1) % C::kStages;
+  mbar_wait(ring.v_full(last), ((t.n_blocks - 1) / C::kStages) & 1);
+  if (kPingPong) named_sync(kSchedBarrier + wg, 256);
+  wgmma_fence();
+  issue_pv<T, D>(acc_o, pa, ring.v_tile(last));
+  wgmma_wait<0>();
+  fence_regs(acc_o);
+  // The second consumer's last turn hands over to nobody: every sync above has its arrival. (A
+  // branch between a wgmma and its wait would serialize the wgmmas, so this comes after.)
+  if (kPingPong && wg == 0) named_arrive(kSchedBarrier + 1, 256);
+  store_output<T, D>(p, t, q_smem, acc_o, st, warp, lane);
 }
 
-template <typename T, int D, bool kCausal>
-cudaError_t launch_impl(const AttnParams& p, cudaStream_t stream) {
+template <typename T, int D, bool kCausal, bool kPingPong>
+__global__ void __launch_bounds__(Cfg<D>::kThreads, 1)
+    attn_fwd_kernel(const __grid_constant__ AttnParams p, const __grid_constant__ TensorMaps maps) {
   using C = Cfg<D>;
-  auto* kernel = attn_fwd_kernel<T, D, kCausal>;
+  extern __shared__ uint8_t smem_raw[];
+  const Ring<D> ring{(smem_u32(smem_raw) + 1023) & ~1023u};
+  uint8_t* q_smem = smem_raw + (ring.q_tile - smem_u32(smem_raw));
+  const Tile t = locate_tile<C::kBlockM, C::kBlockN, kCausal>(p);
+  if (t.n_blocks == 0) {
+    write_masked_rows<T, D, C::kBlockM>(p, t, threadIdx.x, C::kThreads);
+    return;
+  }
+  if (threadIdx.x == 0) ring.init();
+  __syncthreads();
+  if (threadIdx.x < 128) {
+    regs_dec<C::kProducerRegs>();
+    if (threadIdx.x == 0) produce<D>(maps, ring, t);
+    return;
+  }
+  regs_inc<C::kConsumerRegs>();
+  consume<T, D, kCausal, kPingPong>(p, ring, q_smem, t, threadIdx.x - 128);
+}
+
+// ---- host -----------------------------------------------------------------------------------
+
+using EncodeTiled = PFN_cuTensorMapEncodeTiled_v12000;
+
+// The driver's encoder, looked up once (a function pointer, not state about any call).
+EncodeTiled tensor_map_encoder() {
+  static const EncodeTiled fn = [] {
+    void* f = nullptr;
+    cudaDriverEntryPointQueryResult found{};
+    if (cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &f, 12000, cudaEnableDefault, &found) !=
+            cudaSuccess ||
+        found != cudaDriverEntryPointSuccess)
+      return static_cast<EncodeTiled>(nullptr);
+    return reinterpret_cast<EncodeTiled>(f);
+  }();
+  return fn;
+}
+
+// (head dim, rows, heads, batch) with strides in elements; boxes of 64 x 128 rows, 128-byte
+// swizzle, rows past the end read as zeros. False if the driver refuses the layout.
+bool encode_map(CUtensorMap* map, const void* base, DType dtype, int d, int rows, int heads, int batch,
+                int64_t row_stride, int64_t head_stride, int64_t batch_stride) {
+  const EncodeTiled encode = tensor_map_encoder();
+  if (encode == nullptr || rows <= 0) return false;
+  // A stride of a dimension of extent 1 is never stepped; give the driver a valid one.
+  auto bytes = [&](int64_t stride, int extent) {
+    return static_cast<cuuint64_t>(extent == 1 && stride <= 0 ? row_stride : stride) * 2;
+  };
+  const cuuint64_t dims[4] = {static_cast<cuuint64_t>(d), static_cast<cuuint64_t>(rows),
+                              static_cast<cuuint64_t>(heads), static_cast<cuuint64_t>(batch)};
+  const cuuint64_t strides[3] = {bytes(row_stride, rows), bytes(head_stride, heads), bytes(batch_stride, batch)};
+  const cuuint32_t box[4] = {64, 128, 1, 1};
+  const cuuint32_t element_strides[4] = {1, 1, 1, 1};
+  return encode(map, dtype == DType::bf16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16, 4,
+                const_cast<void*>(base), dims, strides, box, element_strides, CU_TENSOR_MAP_INTERLEAVE_NONE,
+                CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+                CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
+}
+
+bool encode_maps(const AttnParams& p, TensorMaps& m) {
+  return encode_map(&m.q, p.q, p.dtype, p.head_dim, p.seqlen_q, p.heads_q, p.batch, p.q_row_stride, p.q_head_stride,
+                    p.q_batch_stride) &&
+         encode_map(&m.k, p.k, p.dtype, p.head_dim, p.seqlen_k, p.heads_kv, p.batch, p.k_row_stride, p.k_head_stride,
+                    p.k_batch_stride) &&
+         encode_map(&m.v, p.v, p.dtype, p.head_dim, p.seqlen_k, p.heads_kv, p.batch, p.v_row_stride, p.v_head_stride,
+                    p.v_batch_stride);
+}
+
+// Whether the consumers take turns issuing their GEMMs (see the namespace comment).
+constexpr bool kPingPong = true;
+
+template <typename T, int D, bool kCausal>
+cudaError_t launch_impl(const AttnParams& p, const TensorMaps& maps, cudaStream_t stream) {
+  using C = Cfg<D>;
+  auto* kernel = attn_fwd_kernel<T, D, kCausal, kPingPong>;
   cudaError_t err = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, C::kSmemBytes);
   if (err != cudaSuccess) return err;
   const int m_blocks = (p.seqlen_q + C::kBlockM - 1) / C::kBlockM;
   if (m_blocks > 65535) return cudaErrorInvalidConfiguration;
   const dim3 grid(static_cast<unsigned>(p.batch) * static_cast<unsigned>(p.heads_q), m_blocks);
-  kernel<<<grid, C::kThreads, C::kSmemBytes, stream>>>(p);
+  kernel<<<grid, C::kThreads, C::kSmemBytes, stream>>>(p, maps);
   return cudaGetLastError();
+}
+
+// The Hopper path where the driver can describe the tensors to TMA, else the FA2 path.
+template <int D>
+cudaError_t dispatch(const AttnParams& p, cudaStream_t stream) {
+  TensorMaps maps;
+  if (p.seqlen_k == 0 || !encode_maps(p, maps)) return candidate_fa2::dispatch<D>(p, stream);
+  if (p.dtype == DType::bf16)
+    return p.causal ? launch_impl<__nv_bfloat16, D, true>(p, maps, stream)
+                    : launch_impl<__nv_bfloat16, D, false>(p, maps, stream);
+  return p.causal ? launch_impl<__half, D, true>(p, maps, stream) : launch_impl<__half, D, false>(p, maps, stream);
 }
 
 }  // namespace candidate_hopper
@@ -800,16 +966,6 @@ namespace candidate_launch {
 using attngate::AttnParams;
 using attngate::DType;
 
-template <int D>
-cudaError_t dispatch_hopper(const AttnParams& p, cudaStream_t stream) {
-  if (p.dtype == DType::bf16)
-    return p.causal ? candidate_hopper::launch_impl<__nv_bfloat16, D, true>(p, stream)
-                    : candidate_hopper::launch_impl<__nv_bfloat16, D, false>(p, stream);
-  if (p.dtype == DType::fp16)
-    return p.causal ? candidate_hopper::launch_impl<__half, D, true>(p, stream) : candidate_hopper::launch_impl<__half, D, false>(p, stream);
-  return cudaErrorInvalidValue;
-}
-
 bool aligned16(const void* ptr) { return (reinterpret_cast<uintptr_t>(ptr) & 15) == 0; }
 
 cudaError_t launch(const AttnParams& p, cudaStream_t stream) {
@@ -817,6 +973,7 @@ cudaError_t launch(const AttnParams& p, cudaStream_t stream) {
       p.heads_q % p.heads_kv != 0)
     return cudaErrorInvalidValue;
   if (p.batch == 0 || p.seqlen_q == 0) return cudaSuccess;
+  if (p.dtype != DType::bf16 && p.dtype != DType::fp16) return cudaErrorInvalidValue;
   const int64_t strides[] = {p.q_batch_stride, p.q_row_stride, p.q_head_stride,
                              p.k_batch_stride, p.k_row_stride, p.k_head_stride,
                              p.v_batch_stride, p.v_row_stride, p.v_head_stride,
@@ -827,15 +984,15 @@ cudaError_t launch(const AttnParams& p, cudaStream_t stream) {
     return cudaErrorInvalidValue;
   switch (p.head_dim) {
     case 64: return candidate_fa2::dispatch<64>(p, stream);  // v1's wgmma path lost at d64 up to 4k tokens
-    case 128: return dispatch_hopper<128>(p, stream);
+    case 128: return candidate_hopper::dispatch<128>(p, stream);
     case 256: return candidate_fa2::dispatch<256>(p, stream);
     default: return cudaErrorInvalidValue;
   }
 }
 
 ATTNGATE_REGISTER_KERNEL("candidate",
-                         "Kernel under optimization: wgmma (Hopper) path for head dim 128, "
-                         "the FA2-style mma.sync path of initial for 64 and 256",
+                         "Kernel under optimization: warp-specialized TMA + wgmma (Hopper) path for head dim "
+                         "128, the FA2-style mma.sync path of initial for 64 and 256",
                          {DType::bf16, DType::fp16}, {64, 128, 256}, 80, launch);
 
 }  // namespace candidate_launch
