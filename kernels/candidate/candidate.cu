@@ -983,7 +983,7 @@ cudaError_t launch(const AttnParams& p, cudaStream_t stream) {
   if (!aligned16(p.q) || !aligned16(p.k) || !aligned16(p.v) || !aligned16(p.o))
     return cudaErrorInvalidValue;
   switch (p.head_dim) {
-    case 64: return candidate_fa2::dispatch<64>(p, stream);  // v1's wgmma path lost at d64 up to 4k tokens
+    case 64: return candidate_hopper::dispatch<64>(p, stream);
     case 128: return candidate_hopper::dispatch<128>(p, stream);
     case 256: return candidate_fa2::dispatch<256>(p, stream);
     default: return cudaErrorInvalidValue;
