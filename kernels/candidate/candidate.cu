@@ -463,12 +463,16 @@ struct Cfg {
   static constexpr int kConsumers = 2;                      // consumer warpgroups, 64 rows each
   static constexpr int kThreads = 128 * (1 + kConsumers);   // warpgroup 0 produces
   static constexpr int kBlockM = 64 * kConsumers;
-  static constexpr int kBlockN = 128;
-  static constexpr int kAtomBytes = 128 * 128;               // 64 elements x 128 rows
-  static constexpr int kTileBytes = (D / 64) * kAtomBytes;   // 128 rows x D
-  static constexpr int kStages = 3;                          // Q + 3 x (K, V) = 224 KB at D = 128
+  // d256: 64 keys per tile keeps S (32 registers) + O (128) + P (16) under the consumers' 240.
+  static constexpr int kBlockN = D == 256 ? 64 : 128;
+  static constexpr int kQAtomBytes = 128 * 128;              // 64 elements x 128 query rows
+  static constexpr int kKVAtomBytes = kBlockN * 128;         // 64 elements x kBlockN keys
+  static constexpr int kQBytes = (D / 64) * kQAtomBytes;
+  static constexpr int kKVBytes = (D / 64) * kKVAtomBytes;
+  // Q + 3 x (K, V) = 224 KB at d128; Q + 2 x (K, V) = 192 KB at d256.
+  static constexpr int kStages = D == 256 ? 2 : 3;
   static constexpr int kBarriers = 1 + 4 * kStages;          // Q full; K, V full and empty per stage
-  static constexpr int kSmemBytes = (1 + 2 * kStages) * kTileBytes + 8 * kBarriers + 1024;  // 1 KB to align
+  static constexpr int kSmemBytes = kQBytes + 2 * kStages * kKVBytes + 8 * kBarriers + 1024;  // 1 KB to align
   // 128 x 24 + 256 x 240 registers = 64,512 of the SM's 65,536.
   static constexpr int kProducerRegs = 24;
   static constexpr int kConsumerRegs = 240;
@@ -553,6 +557,8 @@ __device__ __forceinline__ void wgmma_rs_tb(float (&d)[N / 2], const uint32_t (&
   "+f"(d[i]), "+f"(d[i + 1]), "+f"(d[i + 2]), "+f"(d[i + 3]), "+f"(d[i + 4]), "+f"(d[i + 5]), "+f"(d[i + 6]), "+f"(d[i + 7])
 #define CAND_F32(d) CAND_F8(d, 0), CAND_F8(d, 8), CAND_F8(d, 16), CAND_F8(d, 24)
 #define CAND_F64(d) CAND_F32(d), CAND_F8(d, 32), CAND_F8(d, 40), CAND_F8(d, 48), CAND_F8(d, 56)
+#define CAND_F128(d) CAND_F64(d), CAND_F8(d, 64), CAND_F8(d, 72), CAND_F8(d, 80), CAND_F8(d, 88), CAND_F8(d, 96), \
+  CAND_F8(d, 104), CAND_F8(d, 112), CAND_F8(d, 120)
 #define CAND_R32                                                                                                     \
   "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, " \
   "%24, %25, %26, %27, %28, %29, %30, %31}"
@@ -560,6 +566,7 @@ __device__ __forceinline__ void wgmma_rs_tb(float (&d)[N / 2], const uint32_t (&
   "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, " \
   "%24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, "  \
   "%46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}"
+#define CAND_R128 "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, %96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, %112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127}"
 // IA, IB, IP: operand numbers (as strings) of the A descriptor, B descriptor and accumulate flag.
 #define CAND_WGMMA_SS(N, T, PT, REGS, OUTS, IA, IB, IP)                                                              \
   template <>                                                                                                        \
@@ -584,6 +591,10 @@ CAND_WGMMA_SS(128, __nv_bfloat16, "bf16", CAND_R64, CAND_F64, "64", "65", "66")
 CAND_WGMMA_SS(128, __half, "f16", CAND_R64, CAND_F64, "64", "65", "66")
 CAND_WGMMA_RS(128, __nv_bfloat16, "bf16", CAND_R64, CAND_F64, "64", "65", "66", "67", "68", "69")
 CAND_WGMMA_RS(128, __half, "f16", CAND_R64, CAND_F64, "64", "65", "66", "67", "68", "69")
+CAND_WGMMA_SS(64, __nv_bfloat16, "bf16", CAND_R32, CAND_F32, "32", "33", "34")
+CAND_WGMMA_SS(64, __half, "f16", CAND_R32, CAND_F32, "32", "33", "34")
+CAND_WGMMA_RS(256, __nv_bfloat16, "bf16", CAND_R128, CAND_F128, "128", "129", "130", "131", "132", "133")
+CAND_WGMMA_RS(256, __half, "f16", CAND_R128, CAND_F128, "128", "129", "130", "131", "132", "133")
 CAND_WGMMA_RS(64, __nv_bfloat16, "bf16", CAND_R32, CAND_F32, "32", "33", "34", "35", "36", "37")
 CAND_WGMMA_RS(64, __half, "f16", CAND_R32, CAND_F32, "32", "33", "34", "35", "36", "37")
 
@@ -612,9 +623,9 @@ template <int D>
 struct Ring {
   using C = Cfg<D>;
   uint32_t q_tile;
-  __device__ uint32_t k_tile(int s) const { return q_tile + (1 + 2 * s) * C::kTileBytes; }
-  __device__ uint32_t v_tile(int s) const { return k_tile(s) + C::kTileBytes; }
-  __device__ uint32_t barrier(int i) const { return q_tile + (1 + 2 * C::kStages) * C::kTileBytes + 8 * i; }
+  __device__ uint32_t k_tile(int s) const { return q_tile + C::kQBytes + 2 * s * C::kKVBytes; }
+  __device__ uint32_t v_tile(int s) const { return k_tile(s) + C::kKVBytes; }
+  __device__ uint32_t barrier(int i) const { return q_tile + C::kQBytes + 2 * C::kStages * C::kKVBytes + 8 * i; }
   __device__ uint32_t q_full() const { return barrier(0); }
   __device__ uint32_t k_full(int s) const { return barrier(1 + s); }
   __device__ uint32_t v_full(int s) const { return barrier(1 + C::kStages + s); }
@@ -649,12 +660,13 @@ __device__ __forceinline__ void write_masked_rows(const AttnParams& p, const Til
 
 // ---- producer -------------------------------------------------------------------------------
 
-template <int D>
+// kRows x D as D / 64 boxes of 64 elements x kRows rows.
+template <int D, int kRows>
 __device__ __forceinline__ void load_tile(uint32_t dst, const CUtensorMap* map, uint32_t bar, int row0, int head,
                                           int batch) {
-  mbar_expect_tx(bar, Cfg<D>::kTileBytes);  // rows past the end are zero-filled and still counted
+  mbar_expect_tx(bar, D * kRows * 2);  // rows past the end are zero-filled and still counted
 #pragma unroll
-  for (int a = 0; a < D / 64; ++a) tma_load(dst + a * Cfg<D>::kAtomBytes, map, bar, a * 64, row0, head, batch);
+  for (int a = 0; a < D / 64; ++a) tma_load(dst + a * kRows * 128, map, bar, a * 64, row0, head, batch);
 }
 
 // One thread: Q once, then K and V of every tile from the diagonal down, each into a stage the
@@ -662,15 +674,15 @@ __device__ __forceinline__ void load_tile(uint32_t dst, const CUtensorMap* map, 
 template <int D>
 __device__ __forceinline__ void produce(const TensorMaps& maps, const Ring<D>& ring, const Tile& t) {
   using C = Cfg<D>;
-  load_tile<D>(ring.q_tile, &maps.q, ring.q_full(), t.m0, t.h, t.b);
+  load_tile<D, C::kBlockM>(ring.q_tile, &maps.q, ring.q_full(), t.m0, t.h, t.b);
   for (int it = 0; it < t.n_blocks; ++it) {
     const int s = it % C::kStages;
     const uint32_t free_parity = ((it / C::kStages) & 1) ^ 1;
     const int row0 = (t.n_blocks - 1 - it) * C::kBlockN;
     mbar_wait(ring.k_empty(s), free_parity);
-    load_tile<D>(ring.k_tile(s), &maps.k, ring.k_full(s), row0, t.hk, t.b);
+    load_tile<D, C::kBlockN>(ring.k_tile(s), &maps.k, ring.k_full(s), row0, t.hk, t.b);
     mbar_wait(ring.v_empty(s), free_parity);
-    load_tile<D>(ring.v_tile(s), &maps.v, ring.v_full(s), row0, t.hk, t.b);
+    load_tile<D, C::kBlockN>(ring.v_tile(s), &maps.v, ring.v_full(s), row0, t.hk, t.b);
   }
 }
 
@@ -731,12 +743,13 @@ __device__ __forceinline__ void online_softmax(float (&s)[kBN / 2], RowState& st
 // Named barriers 1 and 2 order the two consumers' GEMM issue (kPingPong).
 constexpr int kSchedBarrier = 1;
 
-// O += P V for one tile of 128 keys, V MN-major in shared memory.
+// O += P V for one tile of keys, V MN-major in shared memory.
 template <typename T, int D>
-__device__ __forceinline__ void issue_pv(float (&acc_o)[D / 2], const uint32_t (&pa)[8][4], uint32_t v_tile) {
+__device__ __forceinline__ void issue_pv(float (&acc_o)[D / 2], const uint32_t (&pa)[Cfg<D>::kBlockN / 16][4],
+                                         uint32_t v_tile) {
 #pragma unroll
-  for (int kk = 0; kk < 8; ++kk)
-    wgmma_rs_tb<D, T>(acc_o, pa[kk], smem_desc(v_tile + kk * 16 * 128, Cfg<D>::kAtomBytes, 1024), 1);
+  for (int kk = 0; kk < Cfg<D>::kBlockN / 16; ++kk)
+    wgmma_rs_tb<D, T>(acc_o, pa[kk], smem_desc(v_tile + kk * 16 * 128, Cfg<D>::kKVAtomBytes, 1024), 1);
   wgmma_commit();
 }
 
@@ -813,8 +826,10 @@ __device__ __forceinline__ void consume(const AttnParams& p, const Ring<D>& ring
     wgmma_fence();
 #pragma unroll
     for (int kk = 0; kk < D / 16; ++kk) {
-      const uint32_t step = (kk >> 2) * C::kAtomBytes + (kk & 3) * 32;
-      wgmma_ss<kBN, T>(sc, smem_desc(q_rows + step, 16, 1024), smem_desc(ring.k_tile(s) + step, 16, 1024), kk > 0);
+      const uint32_t q_step = (kk >> 2) * C::kQAtomBytes + (kk & 3) * 32;
+      const uint32_t k_step = (kk >> 2) * C::kKVAtomBytes + (kk & 3) * 32;
+      wgmma_ss<kBN, T>(sc, smem_desc(q_rows + q_step, 16, 1024), smem_desc(ring.k_tile(s) + k_step, 16, 1024),
+                       kk > 0);
     }
     wgmma_commit();
     if (it > 0) issue_pv<T, D>(acc_o, pa, ring.v_tile(sp));
@@ -902,10 +917,10 @@ EncodeTiled tensor_map_encoder() {
   return fn;
 }
 
-// (head dim, rows, heads, batch) with strides in elements; boxes of 64 x 128 rows, 128-byte
+// (head dim, rows, heads, batch) with strides in elements; boxes of 64 x box_rows, 128-byte
 // swizzle, rows past the end read as zeros. False if the driver refuses the layout.
 bool encode_map(CUtensorMap* map, const void* base, DType dtype, int d, int rows, int heads, int batch,
-                int64_t row_stride, int64_t head_stride, int64_t batch_stride) {
+                int64_t row_stride, int64_t head_stride, int64_t batch_stride, unsigned box_rows) {
   const EncodeTiled encode = tensor_map_encoder();
   if (encode == nullptr || rows <= 0) return false;
   // A stride of a dimension of extent 1 is never stepped; give the driver a valid one.
@@ -915,7 +930,7 @@ bool encode_map(CUtensorMap* map, const void* base, DType dtype, int d, int rows
   const cuuint64_t dims[4] = {static_cast<cuuint64_t>(d), static_cast<cuuint64_t>(rows),
                               static_cast<cuuint64_t>(heads), static_cast<cuuint64_t>(batch)};
   const cuuint64_t strides[3] = {bytes(row_stride, rows), bytes(head_stride, heads), bytes(batch_stride, batch)};
-  const cuuint32_t box[4] = {64, 128, 1, 1};
+  const cuuint32_t box[4] = {64, box_rows, 1, 1};
   const cuuint32_t element_strides[4] = {1, 1, 1, 1};
   return encode(map, dtype == DType::bf16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16, 4,
                 const_cast<void*>(base), dims, strides, box, element_strides, CU_TENSOR_MAP_INTERLEAVE_NONE,
@@ -923,13 +938,15 @@ bool encode_map(CUtensorMap* map, const void* base, DType dtype, int d, int rows
                 CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
 }
 
+template <int D>
 bool encode_maps(const AttnParams& p, TensorMaps& m) {
-  return encode_map(&m.q, p.q, p.dtype, p.head_dim, p.seqlen_q, p.heads_q, p.batch, p.q_row_stride, p.q_head_stride,
-                    p.q_batch_stride) &&
-         encode_map(&m.k, p.k, p.dtype, p.head_dim, p.seqlen_k, p.heads_kv, p.batch, p.k_row_stride, p.k_head_stride,
-                    p.k_batch_stride) &&
-         encode_map(&m.v, p.v, p.dtype, p.head_dim, p.seqlen_k, p.heads_kv, p.batch, p.v_row_stride, p.v_head_stride,
-                    p.v_batch_stride);
+  constexpr unsigned kQRows = Cfg<D>::kBlockM, kKVRows = Cfg<D>::kBlockN;
+  return encode_map(&m.q, p.q, p.dtype, D, p.seqlen_q, p.heads_q, p.batch, p.q_row_stride, p.q_head_stride,
+                    p.q_batch_stride, kQRows) &&
+         encode_map(&m.k, p.k, p.dtype, D, p.seqlen_k, p.heads_kv, p.batch, p.k_row_stride, p.k_head_stride,
+                    p.k_batch_stride, kKVRows) &&
+         encode_map(&m.v, p.v, p.dtype, D, p.seqlen_k, p.heads_kv, p.batch, p.v_row_stride, p.v_head_stride,
+                    p.v_batch_stride, kKVRows);
 }
 
 // Whether the consumers take turns issuing their GEMMs (see the namespace comment).
@@ -952,7 +969,7 @@ cudaError_t launch_impl(const AttnParams& p, const TensorMaps& maps, cudaStream_
 template <int D>
 cudaError_t dispatch(const AttnParams& p, cudaStream_t stream) {
   TensorMaps maps;
-  if (p.seqlen_k == 0 || !encode_maps(p, maps)) return candidate_fa2::dispatch<D>(p, stream);
+  if (p.seqlen_k == 0 || !encode_maps<D>(p, maps)) return candidate_fa2::dispatch<D>(p, stream);
   if (p.dtype == DType::bf16)
     return p.causal ? launch_impl<__nv_bfloat16, D, true>(p, maps, stream)
                     : launch_impl<__nv_bfloat16, D, false>(p, maps, stream);
@@ -985,7 +1002,7 @@ cudaError_t launch(const AttnParams& p, cudaStream_t stream) {
   switch (p.head_dim) {
     case 64: return candidate_hopper::dispatch<64>(p, stream);
     case 128: return candidate_hopper::dispatch<128>(p, stream);
-    case 256: return candidate_fa2::dispatch<256>(p, stream);
+    case 256: return candidate_hopper::dispatch<256>(p, stream);
     default: return cudaErrorInvalidValue;
   }
 }
