@@ -122,6 +122,26 @@ TEST(Supervisor, SuspiciousWallClockWithoutKernelGainAndReverse) {
   EXPECT_FALSE(fired(compute_signals({}, cur, {}), "suspicious", "wall_vs_kernel"));
 }
 
+// The signal judges wall time against what kernel time predicts, with the baseline's per-call
+// overhead: an honest kernel twice as fast behind a 1.45 ms round trip (v4c's figures on the H200,
+// 2026-12-02) does not raise it; the same kernel with 0.5 ms of work outside its kernels does.
+TEST(Supervisor, WallVsKernelAllowsAFixedRoundTripAndFlagsUntracedWork) {
+  Record cur = scored(1, 2.0);
+  auto times = [](ScenarioResult& s, double ck, double cw, double bk, double bw) {
+    s.candidate.kernel_ms = ck, s.candidate.wall_ms = cw, s.baseline.kernel_ms = bk, s.baseline.wall_ms = bw;
+  };
+  times(cur.scenarios[0], 0.2489, 1.7165, 0.2715, 1.7300);
+  ScenarioResult long_call = cur.scenarios[0];
+  long_call.id = "long";
+  times(long_call, 3.3395, 4.8610, 6.8675, 8.4466);
+  cur.scenarios.push_back(long_call);
+  cur.geomean.wall_speedup = 1.22;  // what the two speedups said: a gap of 22 %
+  cur.geomean.kernel_speedup = 1.56;
+  EXPECT_FALSE(fired(compute_signals({}, cur, {}), "suspicious", "wall_vs_kernel"));
+  for (auto& s : cur.scenarios) *s.candidate.wall_ms += 0.5;
+  EXPECT_TRUE(fired(compute_signals({}, cur, {}), "suspicious", "wall_vs_kernel"));
+}
+
 TEST(Supervisor, SuspiciousKernelCountChange) {
   std::vector<Record> lineage = {scored(1, 1.0)};
   Record cur = scored(2, 1.01);
