@@ -70,8 +70,10 @@ struct SuiteSpeedup {
 // Per-scenario speedups, their geometric mean, and percentile-bootstrap 95% intervals. Each
 // resample draws call indices with replacement within each scenario; kernel and base samples of
 // one index are drawn together (they were measured side by side, so drift shared by both stays
-// paired), the per-scenario medians and speedups are recomputed, then their geometric mean.
-// Deterministic for a given seed. Requires kernel.size() == base.size() > 0 in every scenario.
+// paired), the per-scenario medians and speedups are recomputed, then their geometric mean. Each
+// interval is widened where needed to contain its point estimate (the resampled median is biased
+// on few discrete call times, and the bare percentile interval can miss the point). Deterministic
+// for a given seed. Requires kernel.size() == base.size() > 0 in every scenario.
 SuiteSpeedup bootstrap_speedup(const std::vector<PairedSamples>& scenarios, int resamples,
                                uint64_t seed);
 
