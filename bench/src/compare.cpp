@@ -29,7 +29,9 @@ double ratio_or_nan(double num, double den) {
 KernelTiming timing_document(const KernelFigures& k) {
   KernelTiming t;
   t.name = k.name;
-  for (const auto& [name, value] : k.fields) t.counters[name] = figure(value);
+  // The benchmark's counters into the document's named figures; a counter the run did not produce
+  // (alone_* of a kernel not timed alone, a row built by hand) stays null.
+  for (const auto& f : timing_figures()) t.*f.member = figure(k.get(f.key));
   t.kernel_names = k.kernel_names;
   t.kernel_count_min = k.kernel_count_min;
   t.kernel_count_max = k.kernel_count_max;

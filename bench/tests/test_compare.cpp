@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <fstream>
+#include <set>
 
 #include <nlohmann/json.hpp>
 
@@ -81,6 +82,25 @@ TEST(Compare, RowCarriesBothKernelsOnAllClocks) {
   ASSERT_EQ(row.kernel.kernel_names.size(), 1u);
   EXPECT_EQ(row.kernel.kernel_names[0], "attngate::fwd");
   EXPECT_THROW(comparison_row(s, Measurement{}, {}), std::invalid_argument);
+}
+
+// Every counter of the benchmark JSON is a named figure of the comparison's KernelTiming, and every
+// figure is a counter the bench produces: a new counter without its member would be dropped from
+// the document, a member without its counter would always be null. `kernel_names` is the one
+// exception: the document's key holds the list of names, not their count.
+TEST(Compare, EveryCounterIsANamedFigure) {
+  std::set<std::string> counters(kernel_field_names().begin(), kernel_field_names().end());
+  counters.erase("kernel_names");
+  counters.insert({"alone_event_ms", "alone_rel_noise"});  // the base's, timed alone (bench_main.cpp)
+  std::set<std::string> figures;
+  for (const auto& f : timing_figures()) {
+    EXPECT_TRUE(figures.insert(f.key).second) << f.key << " twice";
+    for (const auto& g : timing_figures()) {
+      if (&f == &g) continue;
+      EXPECT_NE(f.member, g.member) << f.key << " and " << g.key << " are one member";
+    }
+  }
+  EXPECT_EQ(figures, counters);
 }
 
 TEST(Compare, JsonHasWhatTheGateReads) {

@@ -21,7 +21,8 @@ ComparisonScenario scenario(const std::string& id, double speedup, double width 
   s.kernel_speedup = speedup;
   s.wall_speedup = speedup;
   s.kernel_timing.name = "candidate";
-  s.kernel_timing.counters = {{"event_ms", 1.0 / speedup}, {"kernel_ms", 0.99 / speedup}, {"wall_ms", std::nullopt}};
+  s.kernel_timing.event_ms = 1.0 / speedup;
+  s.kernel_timing.kernel_ms = 0.99 / speedup;
   s.base_timing.name = "initial";
   return s;
 }
@@ -39,20 +40,20 @@ ComparisonDocument shard(int index, int of, std::vector<std::pair<std::string, d
   return d;
 }
 
-TEST(ComparisonDocument, RoundTripsThroughJsonWithCountersFlat) {
+TEST(ComparisonDocument, RoundTripsThroughJsonWithFiguresFlat) {
   ComparisonDocument d = shard(0, 1, {{"s1", 2.0}});
   d.failed.push_back({"s2", failure_kind::kError, "boom"});
   const nlohmann::json j = d;
   EXPECT_EQ(j["schema"], kComparisonSchema);
   const auto& t = j["scenarios"][0]["kernel_timing"];
-  EXPECT_DOUBLE_EQ(t["event_ms"].get<double>(), 0.5);  // a counter sits beside the named fields
+  EXPECT_DOUBLE_EQ(t["event_ms"].get<double>(), 0.5);  // a figure sits beside the names, under its counter's name
   EXPECT_TRUE(t["wall_ms"].is_null());                 // an unmeasured figure is null
   EXPECT_EQ(t["name"], "candidate");
+  for (const auto& f : timing_figures()) EXPECT_TRUE(t.contains(f.key)) << f.key;  // every figure is written
   const ComparisonDocument back = parse_comparison_document(j);
   EXPECT_EQ(nlohmann::json(back), j);
-  EXPECT_DOUBLE_EQ(*back.scenarios[0].kernel_timing.get("kernel_ms"), 0.495);
-  EXPECT_FALSE(back.scenarios[0].kernel_timing.get("wall_ms").has_value());
-  EXPECT_FALSE(back.scenarios[0].kernel_timing.get("absent").has_value());
+  EXPECT_DOUBLE_EQ(*back.scenarios[0].kernel_timing.kernel_ms, 0.495);
+  EXPECT_FALSE(back.scenarios[0].kernel_timing.wall_ms.has_value());
 }
 
 TEST(ComparisonDocument, RefusesAnotherSchemaAndWrongTypes) {
@@ -67,6 +68,28 @@ TEST(ComparisonDocument, RefusesAnotherSchemaAndWrongTypes) {
   EXPECT_THROW(parse_comparison_document(j), nlohmann::json::exception);
 }
 
+// A figure is a number or null: the counter map this replaced took a string figure as absent and a
+// boolean one as a number; both are refused now, as a wrong-typed name is.
+TEST(ComparisonDocument, RefusesAFigureThatIsNotANumber) {
+  for (const nlohmann::json& bad : {nlohmann::json("0.5"), nlohmann::json(true), nlohmann::json::array({0.5})}) {
+    nlohmann::json j = shard(0, 1, {{"s1", 1.0}});
+    j["scenarios"][0]["kernel_timing"]["event_ms"] = bad;
+    EXPECT_THROW(parse_comparison_document(j), nlohmann::json::type_error) << bad.dump();
+  }
+}
+
+// A key KernelTiming does not name is not a figure: it is not read, so it is not written back
+// (the counter map carried any number through).
+TEST(ComparisonDocument, AnUnknownKeyIsNoFigure) {
+  nlohmann::json j = shard(0, 1, {{"s1", 1.0}});
+  j["scenarios"][0]["kernel_timing"]["no_such_figure"] = 3.0;
+  const nlohmann::json back = parse_comparison_document(j);
+  EXPECT_FALSE(back["scenarios"][0]["kernel_timing"].contains("no_such_figure"));
+  EXPECT_EQ(timing_figure("no_such_figure"), nullptr);
+  ASSERT_NE(timing_figure("event_ms"), nullptr);
+  EXPECT_EQ(timing_figure("event_ms")->member, &KernelTiming::event_ms);
+}
+
 TEST(ComparisonDocument, ReadsAnH200Run) {
   std::ifstream in(ATTNGATE_H200_PERFORMANCE_JSON);
   ASSERT_TRUE(in) << ATTNGATE_H200_PERFORMANCE_JSON;
@@ -74,10 +97,18 @@ TEST(ComparisonDocument, ReadsAnH200Run) {
   const ComparisonDocument d = parse_comparison_document(j);
   EXPECT_EQ(d.scenarios.size(), 28u);
   EXPECT_EQ(d.scenarios[0].kernel_timing.process, "worker");
-  EXPECT_TRUE(d.scenarios[0].kernel_timing.get("traced_event_ms").has_value());
-  // Writing it again loses nothing the run wrote.
-  const nlohmann::json again = d;
-  for (const auto& [key, value] : j.items()) EXPECT_EQ(again[key], value) << key;
+  EXPECT_TRUE(d.scenarios[0].kernel_timing.traced_event_ms.has_value());
+  // Writing it again loses nothing the run wrote; a figure it did not produce (alone_event_ms of
+  // a kernel not timed alone) comes back as null.
+  auto without_null_figures = [](nlohmann::json doc) {
+    for (auto& s : doc["scenarios"])
+      for (const char* side : {"kernel_timing", "base_timing"})
+        for (const auto& f : timing_figures())
+          if (auto it = s[side].find(f.key); it != s[side].end() && it->is_null()) s[side].erase(it);
+    return doc;
+  };
+  const nlohmann::json original = without_null_figures(j), again = without_null_figures(d);
+  for (const auto& [key, value] : original.items()) EXPECT_EQ(again[key], value) << key;
 }
 
 TEST(Stats, GeomeanFromIntervals) {

@@ -41,6 +41,7 @@
 #include <thread>
 #include <vector>
 
+#include "attngate/bench/comparison_document.hpp"
 #include "attngate/registry.hpp"
 #include "attngate/scenario.hpp"
 #include "attngate/verify/gpu_pinning.hpp"
@@ -436,11 +437,10 @@ class Checker {
         fail("bench: " + bench_name + " errored (" + message + "); expected it timed and flagged");
         return;
       }
-      json row = nullptr;
+      std::optional<attngate::bench::KernelTiming> timed;  // the comparison's, read through its type
       try {
-        const json j = json::parse(read_file(perf));
-        for (const auto& r : j.value("scenarios", json::array()))
-          if (r.value("id", "") == b.scenario) row = r.value("kernel_timing", json::object());
+        for (const auto& s : attngate::bench::parse_comparison_document(json::parse(read_file(perf))).scenarios)
+          if (s.id == b.scenario) timed = s.kernel_timing;
       } catch (const std::exception& ex) {
         fail("bench: no readable " + perf.string() + ": " + ex.what());
       }
@@ -448,10 +448,10 @@ class Checker {
         const double v = run.contains(counter) && run[counter].is_number() ? run[counter].get<double>() : 0.0;
         if (v <= 0) fail("bench: " + bench_name + ": counter " + counter + " is " + std::to_string(v) + ", expected > 0");
         else caught_.push_back("bench: " + bench_name + ": " + counter + " = " + std::to_string(v));
-        if (!row.is_null()) {
-          const double pv = row.contains(counter) && row[counter].is_number() ? row[counter].get<double>() : 0.0;
-          if (pv <= 0) fail("bench: " + perf.string() + ": kernel_timing." + counter + " is not > 0 for " + b.scenario);
-        }
+        // --check-catalogue refused a counter that is no figure of KernelTiming.
+        const attngate::bench::TimingFigure* f = attngate::bench::timing_figure(counter);
+        if (timed && f && !((*timed).*(f->member) > 0))
+          fail("bench: " + perf.string() + ": kernel_timing." + counter + " is not > 0 for " + b.scenario);
       }
       return;
     }
@@ -687,6 +687,10 @@ int check_catalogue(const std::vector<Entry>& cat, const fs::path& scenario_dir,
       if (e.bench->expect == "fail" && e.bench->errors.empty()) problems.push_back(e.name + ".bench: expect fail needs `errors`");
       if (e.bench->expect == "flag" && e.bench->counters.empty())
         problems.push_back(e.name + ".bench: expect flag needs `counters`");
+      for (const auto& counter : e.bench->counters)
+        if (!attngate::bench::timing_figure(counter))
+          problems.push_back(e.name + ".bench: counter " + counter +
+                             " is no figure of the comparison's kernel_timing (bench/comparison_document.hpp)");
       scenario_ok(e.bench->scenario, "bench.scenario");
     }
     if (e.sanitizer) {

@@ -61,36 +61,52 @@ void judge_clock_disagreements(const Timing& c, const Timing& b, double tol, dou
 }  // namespace
 
 Timing judged_timing(const bench::KernelTiming& t) {
-  auto as_int = [&](const char* k) {
-    return t.get(k) ? std::optional<std::int64_t>(std::llround(*t.get(k))) : std::nullopt;
+  auto as_int = [](const std::optional<double>& v) {
+    return v ? std::optional<std::int64_t>(std::llround(*v)) : std::nullopt;
   };
   Timing j;
-  for (auto [field, name] :
-       {std::pair{&Timing::event_ms, "event_ms"}, {&Timing::kernel_ms, "kernel_ms"}, {&Timing::span_ms, "span_ms"},
-        {&Timing::wall_ms, "wall_ms"}, {&Timing::cycles, "cycles"}, {&Timing::kernel_cycles, "kernel_cycles"},
-        {&Timing::tflops, "tflops"}, {&Timing::pct_peak, "pct_peak"}, {&Timing::memcpy_per_call, "memcpy_per_call"},
-        {&Timing::memset_per_call, "memset_per_call"}, {&Timing::sm_clock_mhz, "sm_clock_mhz"},
-        {&Timing::traced_event_ms, "traced_event_ms"}, {&Timing::traced_wall_ms, "traced_wall_ms"},
-        {&Timing::cupti_minus_traced_event_us, "cupti_minus_traced_event_us"}, {&Timing::isolated, "isolated"},
-        {&Timing::fresh_calls, "fresh_calls"}, {&Timing::fresh_event_ms, "fresh_event_ms"},
-        {&Timing::fresh_wall_ms, "fresh_wall_ms"}, {&Timing::checked_calls, "checked_calls"},
-        {&Timing::inventory_kernels, "inventory_kernels"}, {&Timing::foreign_kernels, "foreign_kernels"},
-        {&Timing::judge_ms, "judge_ms"}, {&Timing::worker_event_ms, "worker_event_ms"}, {&Timing::pre_ms, "pre_ms"},
-        {&Timing::hold_gap_max_us, "hold_gap_max_us"}, {&Timing::handoff_us, "handoff_us"},
-        {&Timing::reference_handoff_us, "reference_handoff_us"}, {&Timing::solo_handoff_us, "solo_handoff_us"},
-        {&Timing::judge_resolution_us, "judge_resolution_us"}, {&Timing::judge_resolution_pct, "judge_resolution_pct"},
-        {&Timing::alone_event_ms, "alone_event_ms"}, {&Timing::lowest_handoff_us, "lowest_handoff_us"},
-        {&Timing::round_trip_correction_us, "round_trip_correction_us"}})
-    j.*field = t.get(name);
-  j.kernel_count = as_int("kernels_per_call");
-  j.kernel_count_min = as_int("kernel_count_min");
-  j.kernel_count_max = as_int("kernel_count_max");
+  j.event_ms = t.event_ms;
+  j.kernel_ms = t.kernel_ms;
+  j.span_ms = t.span_ms;
+  j.wall_ms = t.wall_ms;
+  j.cycles = t.cycles;
+  j.kernel_cycles = t.kernel_cycles;
+  j.tflops = t.tflops;
+  j.pct_peak = t.pct_peak;
+  j.memcpy_per_call = t.memcpy_per_call;
+  j.memset_per_call = t.memset_per_call;
+  j.sm_clock_mhz = t.sm_clock_mhz;
+  j.kernel_count = as_int(t.kernels_per_call);
+  j.kernel_count_min = t.kernel_count_min;
+  j.kernel_count_max = t.kernel_count_max;
   j.kernel_count_changed = t.kernel_count_changed;
-  j.streams = as_int("streams");
-  j.foreign_stream_kernels = as_int("foreign_stream_kernels");
-  j.traced_calls = as_int("traced_samples");
-  j.held_timeouts = as_int("held_timeouts");
+  j.streams = as_int(t.streams);
+  j.foreign_stream_kernels = as_int(t.foreign_stream_kernels);
+  j.traced_calls = as_int(t.traced_samples);
+  j.held_timeouts = as_int(t.held_timeouts);
   j.kernel_names = t.kernel_names;
+  j.traced_event_ms = t.traced_event_ms;
+  j.traced_wall_ms = t.traced_wall_ms;
+  j.cupti_minus_traced_event_us = t.cupti_minus_traced_event_us;
+  j.isolated = t.isolated;
+  j.fresh_calls = t.fresh_calls;
+  j.fresh_event_ms = t.fresh_event_ms;
+  j.fresh_wall_ms = t.fresh_wall_ms;
+  j.checked_calls = t.checked_calls;
+  j.inventory_kernels = t.inventory_kernels;
+  j.foreign_kernels = t.foreign_kernels;
+  j.judge_ms = t.judge_ms;
+  j.worker_event_ms = t.worker_event_ms;
+  j.pre_ms = t.pre_ms;
+  j.hold_gap_max_us = t.hold_gap_max_us;
+  j.handoff_us = t.handoff_us;
+  j.reference_handoff_us = t.reference_handoff_us;
+  j.solo_handoff_us = t.solo_handoff_us;
+  j.judge_resolution_us = t.judge_resolution_us;
+  j.judge_resolution_pct = t.judge_resolution_pct;
+  j.alone_event_ms = t.alone_event_ms;
+  j.lowest_handoff_us = t.lowest_handoff_us;
+  j.round_trip_correction_us = t.round_trip_correction_us;
   j.process = t.process;
   j.foreign_kernel_names = t.foreign_kernel_names;
   return j;

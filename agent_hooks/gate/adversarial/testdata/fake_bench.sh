@@ -18,5 +18,5 @@ fi
 foreign=0
 [ "${FAKE_MODE:-}" = bench_flag ] && foreign=4
 printf '{"benchmarks": [{"name": "%s/iterations:1/manual_time", "real_time": 10.0, "kernels_per_call": 1, "foreign_stream_kernels": %s, "speedup": 1.0}]}\n' "$filter" "$foreign" > "$out"
-printf '{"scenarios": [{"id": "%s", "kernel_timing": {"foreign_stream_kernels": %s}}], "failed": []}\n' "${filter#*/}" "$foreign" > "$perf"
+printf '{"schema": "attngate.comparison/1", "scenarios": [{"id": "%s", "kernel_timing": {"foreign_stream_kernels": %s}}], "failed": []}\n' "${filter#*/}" "$foreign" > "$perf"
 exit 0

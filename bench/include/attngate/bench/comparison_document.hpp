@@ -14,7 +14,6 @@
 #include <array>
 #include <cmath>
 #include <cstdint>
-#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -30,12 +29,15 @@ using Figure = std::optional<double>;  // a measured number; nullopt when it cou
 
 inline Figure figure(double v) { return std::isfinite(v) ? Figure(v) : std::nullopt; }
 
-// One kernel's figures on one scenario. `counters` are the benchmark's counters (bench/README.md's
-// JSON fields table: event_ms, kernel_ms, wall_ms, ...), written flat beside the named fields, so
-// a new counter needs no change here.
+// One kernel's figures on one scenario: every field of bench/README.md's JSON fields table (the
+// benchmark's counters, report.cpp) as a named member, written flat beside the kernel's names and
+// hashes, under the counter's own name. null (std::nullopt): not measured. A new counter needs a
+// member here and a row in timing_figures(); unit.bench.Compare.* fails until it has both.
 struct KernelTiming {
   std::string name;
   std::string process;  // "worker" or "in-process"; anything else counts as not isolated
+  // Short names of the kernels its traced calls launched (the table's `kernel_names` count is not
+  // carried: this list, under the same key, says more).
   std::vector<std::string> kernel_names;
   int64_t kernel_count_min = 0, kernel_count_max = 0;
   bool kernel_count_changed = false;
@@ -43,17 +45,83 @@ struct KernelTiming {
   // What the worker's kernel library defines that it must not (kernels/worker/cmake/symbols.cmake).
   std::vector<std::string> forbidden_symbols;
   std::string kernel_tree_sha256, kernel_tree_dir;
-  std::map<std::string, Figure> counters;
 
-  Figure get(const std::string& counter) const {
-    auto it = counters.find(counter);
-    return it == counters.end() ? std::nullopt : it->second;
-  }
+  // The judge's clock: untraced event time of a call and its spread.
+  Figure event_ms, min_ms, cv, rel_noise, samples;
+  // A kernel in a worker: the judge's events with the round trip, the worker's own, the judge's work
+  // before its clock, the hold kernel's longest gap; the round trip subtracted and its spread.
+  Figure judge_ms, worker_event_ms, pre_ms, hold_gap_max_us, handoff_us, reference_handoff_us, solo_handoff_us,
+      lowest_handoff_us, round_trip_correction_us, judge_resolution_us, judge_resolution_pct;
+  // Host time, CUPTI kernel time and what the traced calls launched.
+  Figure wall_ms, wall_over_event, kernel_ms, span_ms, kernels_per_call, streams, event_over_kernel,
+      wall_over_kernel, foreign_stream_kernels, kernel_count_changes, memcpy_per_call, memset_per_call;
+  // The traced calls and what tracing cost.
+  Figure traced_samples, traced_event_ms, traced_wall_ms, tracing_overhead_us, host_tracing_overhead_us,
+      cupti_minus_event_us, cupti_minus_traced_event_us;
+  // Throughput and the SM clock.
+  Figure tflops, pct_peak, cycles, kernel_cycles, sm_clock_mhz, sm_clock_before_mhz, sm_clock_after_mhz,
+      sm_clock_min_mhz, sm_clock_max_mhz, clock_dropped, clock_below_max, clock_event_reasons, nvml;
+  // The measurement's bookkeeping.
+  Figure held_timeouts, unattributed_records, marker_attributed_records, dropped_records, input_sets, stop_reason,
+      noise_target_met, loop_s, setup_s;
+  // Isolation (kernels/worker) and the judge's checks of the timed calls.
+  Figure isolated, fresh_calls, fresh_event_ms, fresh_wall_ms, checked_calls, inventory_kernels, foreign_kernels;
+  // The base timed alone before any other worker started (--baseline-alone-s); null otherwise.
+  Figure alone_event_ms, alone_rel_noise;
 };
+
+// Each figure's JSON key and member: the one list to_json and from_json walk, and the writer
+// (compare.cpp) fills the members from. Keys are the benchmark counters' names.
+struct TimingFigure {
+  const char* key;
+  Figure KernelTiming::*member;
+};
+inline const std::vector<TimingFigure>& timing_figures() {
+  using T = KernelTiming;
+  static const std::vector<TimingFigure> figures = {
+      {"event_ms", &T::event_ms}, {"min_ms", &T::min_ms}, {"cv", &T::cv}, {"rel_noise", &T::rel_noise},
+      {"samples", &T::samples}, {"judge_ms", &T::judge_ms}, {"worker_event_ms", &T::worker_event_ms},
+      {"pre_ms", &T::pre_ms}, {"hold_gap_max_us", &T::hold_gap_max_us}, {"handoff_us", &T::handoff_us},
+      {"reference_handoff_us", &T::reference_handoff_us}, {"solo_handoff_us", &T::solo_handoff_us},
+      {"lowest_handoff_us", &T::lowest_handoff_us}, {"round_trip_correction_us", &T::round_trip_correction_us},
+      {"judge_resolution_us", &T::judge_resolution_us}, {"judge_resolution_pct", &T::judge_resolution_pct},
+      {"wall_ms", &T::wall_ms}, {"wall_over_event", &T::wall_over_event}, {"kernel_ms", &T::kernel_ms},
+      {"span_ms", &T::span_ms}, {"kernels_per_call", &T::kernels_per_call}, {"streams", &T::streams},
+      {"event_over_kernel", &T::event_over_kernel}, {"wall_over_kernel", &T::wall_over_kernel},
+      {"foreign_stream_kernels", &T::foreign_stream_kernels}, {"kernel_count_changes", &T::kernel_count_changes},
+      {"memcpy_per_call", &T::memcpy_per_call}, {"memset_per_call", &T::memset_per_call},
+      {"traced_samples", &T::traced_samples}, {"traced_event_ms", &T::traced_event_ms},
+      {"traced_wall_ms", &T::traced_wall_ms}, {"tracing_overhead_us", &T::tracing_overhead_us},
+      {"host_tracing_overhead_us", &T::host_tracing_overhead_us}, {"cupti_minus_event_us", &T::cupti_minus_event_us},
+      {"cupti_minus_traced_event_us", &T::cupti_minus_traced_event_us}, {"tflops", &T::tflops},
+      {"pct_peak", &T::pct_peak}, {"cycles", &T::cycles}, {"kernel_cycles", &T::kernel_cycles},
+      {"sm_clock_mhz", &T::sm_clock_mhz}, {"sm_clock_before_mhz", &T::sm_clock_before_mhz},
+      {"sm_clock_after_mhz", &T::sm_clock_after_mhz}, {"sm_clock_min_mhz", &T::sm_clock_min_mhz},
+      {"sm_clock_max_mhz", &T::sm_clock_max_mhz}, {"clock_dropped", &T::clock_dropped},
+      {"clock_below_max", &T::clock_below_max}, {"clock_event_reasons", &T::clock_event_reasons}, {"nvml", &T::nvml},
+      {"held_timeouts", &T::held_timeouts}, {"unattributed_records", &T::unattributed_records},
+      {"marker_attributed_records", &T::marker_attributed_records}, {"dropped_records", &T::dropped_records},
+      {"input_sets", &T::input_sets}, {"stop_reason", &T::stop_reason}, {"noise_target_met", &T::noise_target_met},
+      {"loop_s", &T::loop_s}, {"setup_s", &T::setup_s}, {"isolated", &T::isolated}, {"fresh_calls", &T::fresh_calls},
+      {"fresh_event_ms", &T::fresh_event_ms}, {"fresh_wall_ms", &T::fresh_wall_ms},
+      {"checked_calls", &T::checked_calls}, {"inventory_kernels", &T::inventory_kernels},
+      {"foreign_kernels", &T::foreign_kernels}, {"alone_event_ms", &T::alone_event_ms},
+      {"alone_rel_noise", &T::alone_rel_noise},
+  };
+  return figures;
+}
+
+// The figure a name from outside the document's code refers to (the adversarial catalogue's
+// `counters`); nullptr when KernelTiming has no such figure.
+inline const TimingFigure* timing_figure(const std::string& key) {
+  for (const auto& f : timing_figures())
+    if (key == f.key) return &f;
+  return nullptr;
+}
 
 inline void to_json(nlohmann::json& j, const KernelTiming& t) {
   j = nlohmann::json::object();
-  for (const auto& [name, value] : t.counters) j[name] = value;
+  for (const auto& f : timing_figures()) j[f.key] = t.*f.member;
   j["name"] = t.name;
   j["process"] = t.process;
   j["kernel_names"] = t.kernel_names;
@@ -66,7 +134,9 @@ inline void to_json(nlohmann::json& j, const KernelTiming& t) {
   j["kernel_tree_dir"] = t.kernel_tree_dir;
 }
 
-// The named fields by type (a wrong type throws); every other number or null is a counter.
+// Every field by type: a figure that is neither a number nor null throws (nlohmann's get<double>
+// would take `true` as 1), as a wrong-typed name does. Absent fields take their defaults; keys
+// KernelTiming does not name are not read.
 inline void from_json(const nlohmann::json& j, KernelTiming& t) {
   t = KernelTiming{};
   t.name = j.value("name", std::string{});
@@ -79,9 +149,13 @@ inline void from_json(const nlohmann::json& j, KernelTiming& t) {
   t.forbidden_symbols = j.value("forbidden_symbols", std::vector<std::string>{});
   t.kernel_tree_sha256 = j.value("kernel_tree_sha256", std::string{});
   t.kernel_tree_dir = j.value("kernel_tree_dir", std::string{});
-  for (const auto& [key, value] : j.items())
-    if (value.is_number()) t.counters[key] = figure(value.get<double>());
-    else if (value.is_null()) t.counters[key] = std::nullopt;
+  for (const auto& f : timing_figures()) {
+    const auto it = j.find(f.key);
+    if (it == j.end() || it->is_null()) continue;
+    if (!it->is_number())
+      throw nlohmann::json::type_error::create(302, std::string("figure ") + f.key + " is not a number or null", &j);
+    t.*f.member = figure(it->get<double>());
+  }
 }
 
 // One scenario of the comparison.

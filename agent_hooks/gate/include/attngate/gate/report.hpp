@@ -19,7 +19,7 @@ namespace attngate::hooks {
 inline constexpr const char* kReportSchema = "attngate.gate_report/1";
 
 // One kernel's figures on a scenario as the gate judged them: the comparison's KernelTiming
-// (bench/comparison_document.hpp), the counters the rules read by name. null: not measured.
+// (bench/comparison_document.hpp), the figures the rules read (judged_timing). null: not measured.
 struct Timing {
   std::optional<double> event_ms, kernel_ms, span_ms, wall_ms, cycles, kernel_cycles, tflops, pct_peak,
       memcpy_per_call, memset_per_call, sm_clock_mhz;
