@@ -256,6 +256,10 @@ foreach(want "[==[--compare=initial,candidate]==]" "[==[--kernel=initial]==]" "[
              "set_tests_properties([==[verify.batch.smoke]==] PROPERTIES LABELS [==[gpu;verify;batch;smoke;gate]==]"
              "set_tests_properties([==[verify.batch.gate.others]==] PROPERTIES LABELS [==[gpu;verify;batch]==]"
              "[==[--compare_out=/b/gate/performance.json]==]" "[==[--started-after=/b/gate/started]==]"
+             # Each test the report depends on writes its start record; the report reads them.
+             "[==[--start-record=/b/verify/results/started/verify.batch.gate.json]==]"
+             "[==[--start-record=/b/verify/results/started/gate.performance.json]==]"
+             "[==[--start-records=/b/verify/results/started]==]"
              # The kernels run in workers, the gate's tests in the judge builds (agent_hooks/SECURITY.md).
              "add_test([==[verify.batch.gate]==] [==[/x/attngate_verify_judge]==] [==[--worker=/w/attngate_worker_initial]==] [==[--batch]==]"
              # (and the cuDNN control's worker between them, in a build that has it)

@@ -125,7 +125,7 @@ int main(int argc, char** argv) {
 
   ReportInputs report_in;
   bool prepare = false;
-  std::string report_scenarios, results_dir, perf, out_dir, started_after, ctest_log_dir;
+  std::string report_scenarios, results_dir, perf, out_dir, started_after, start_records;
   auto* report = app.add_subcommand(
       "report", "Judge the outcomes of a gate run (runs nothing) and write <out-dir>/report.json and report.md; "
                 "exit 0 only on pass");
@@ -139,8 +139,9 @@ int main(int argc, char** argv) {
   report->add_option("--out-dir", out_dir, "Where report.json and report.md go (default: <build>/gate)");
   report->add_option("--started-after", started_after,
                      "Marker written when the gate started; older outcomes are stale (default: <out-dir>/started)");
-  report->add_option("--ctest-log-dir", ctest_log_dir,
-                     "CTest's Testing/Temporary, read to tell a timeout from a crash (default: <build>/Testing/Temporary)");
+  report->add_option("--start-records", start_records,
+                     "The gate tests' start records, to tell a test that did not run from a crash or a timeout "
+                     "(default: <results-dir>/started)");
   report->add_option("--verify-timeout", report_in.verify_timeout_s, "TIMEOUT of the verify tests, seconds");
   report->add_option("--perf-timeout", report_in.perf_timeout_s, "TIMEOUT of gate.performance, seconds");
   report->add_flag("--prepare", prepare,
@@ -236,7 +237,7 @@ int main(int argc, char** argv) {
       report_in.perf = perf.empty() ? fs::path{} : fs::absolute(perf);
       report_in.out_dir = out_dir.empty() ? fs::path{} : fs::absolute(out_dir);
       report_in.started_after = started_after.empty() ? fs::path{} : fs::absolute(started_after);
-      report_in.ctest_log_dir = ctest_log_dir.empty() ? fs::path{} : fs::absolute(ctest_log_dir);
+      report_in.start_records_dir = start_records.empty() ? fs::path{} : fs::absolute(start_records);
       return cmd_report(ctx, report_in, go.build_dir, prepare);
     }
     if (*stop_hook) {

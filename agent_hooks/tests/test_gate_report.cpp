@@ -15,6 +15,7 @@
 #include "attngate/gate/digest.hpp"
 #include "attngate/scenario.hpp"
 #include "attngate/verify/schema_check.hpp"
+#include "attngate/verify/start_record.hpp"
 #include "test_util.hpp"
 
 namespace attngate::hooks {
@@ -240,6 +241,16 @@ class ReportCmd : public ::testing::Test {
       j["kernel_tree_sha256"] = verified_tree.empty() ? candidate_tree_sha256(sb.candidate().parent_path()) : verified_tree;
     test::write_file(results / ("verify.candidate." + id + ".json"), j.dump(1));
   }
+  // Where the gate's tests leave their start records (the report's default).
+  fs::path records() const { return verify::start_records_dir(results); }
+  // A start record as a gate test writes it (verify/start_record.hpp), started `ago_s` seconds ago,
+  // owing `writes`.
+  void start_record(const std::string& test, double ago_s, const std::vector<std::string>& writes) {
+    const fs::path file = verify::start_record_file(records(), test);
+    verify::StartRecord r = verify::start_record_now(file, writes);
+    r.started_unix_ms -= int64_t(ago_s * 1e3);
+    verify::write_start_record(file, r);
+  }
   // The worker build the verify results name; empty: the candidate folder as it is; "none": no hash.
   std::string verified_tree;
   std::string skip_reason = "no_device";  // of a skipped result
@@ -371,44 +382,64 @@ TEST_F(ReportCmd, PrepareClearsTheRunAndWritesTheMarker) {
   EXPECT_TRUE(fs::exists(gate / "started"));
 }
 
-TEST_F(ReportCmd, MissingResultIsACrashOrATimeoutFromCTestsLog) {
+TEST_F(ReportCmd, MissingResultIsExplainedByItsTestsStartRecord) {
   ASSERT_EQ(prepare().exit_code, 0);
   result("gate_a", "passed");
   perf(perf_json(good_rows()));
-  // CTest's running log: gate_b ran into its timeout, gate_c died after 2 s.
-  test::write_file(build / "Testing" / "Temporary" / "LastTest.log.tmp",
-                   "Start testing: Nov 29 20:48 UTC\n"
-                   "----------------------------------------------------------\n"
-                   "3/6 Testing: verify.candidate.gate_b\n3/6 Test: verify.candidate.gate_b\n"
-                   "Command: \"attngate_verify\"\nOutput:\n"
-                   "----------------------------------------------------------\nrunning\n<end of output>\n"
-                   "Test time = 900.02 sec\n----------------------------------------------------------\n"
-                   "Test Failed.\n\n"
-                   "4/6 Testing: verify.candidate.gate_c\n4/6 Test: verify.candidate.gate_c\n"
-                   "Command: \"attngate_verify\"\nOutput:\n"
-                   "----------------------------------------------------------\n"
-                   "CUDA error: an illegal memory access was encountered\n<end of output>\n"
-                   "Test time =   2.10 sec\n----------------------------------------------------------\n"
-                   "Test Failed.\n\n");
+  // gate_b's batch started 900 s ago, as long as its timeout, and wrote nothing; gate_c's started
+  // 2 s ago and died.
+  start_record("verify.batch.gate.1of2", 900.5, {"verify.candidate.gate_b.json"});
+  start_record("verify.batch.gate.2of2", 2, {"verify.candidate.gate_c.json"});
   auto r = report({}, {"--verify-timeout", "900"});
   EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
-  const json j = report_json();
+  json j = report_json();
   EXPECT_TRUE(report_schema_problems(j).empty()) << j.dump(1);  // rows without timings too
   EXPECT_EQ(j["verdict"], "fail");
   json timeout = reason(j, "TEST_TIMEOUT");
   ASSERT_NE(timeout, nullptr) << j["reasons"].dump();
   EXPECT_EQ(timeout["scenarios"], json::array({"gate_b"}));
+  EXPECT_NE(timeout["detail"].get<std::string>().find("its timeout is 900 s"), std::string::npos) << timeout;
   json crash = reason(j, "TEST_CRASHED");
   ASSERT_NE(crash, nullptr) << j["reasons"].dump();
   EXPECT_EQ(crash["scenarios"], json::array({"gate_c"}));
-  EXPECT_NE(crash["detail"].get<std::string>().find("illegal memory access"), std::string::npos);
+  EXPECT_NE(crash["detail"].get<std::string>().find("verify.batch.gate.2of2 started at "), std::string::npos) << crash;
+  EXPECT_NE(crash["detail"].get<std::string>().find("ended without writing its result"), std::string::npos) << crash;
   EXPECT_EQ(scenario(j, "gate_b")["status"], "missing");
 
-  // Without a log entry a missing result is a crash (the test died or did not run).
-  fs::remove(build / "Testing" / "Temporary" / "LastTest.log.tmp");
-  r = report();
-  EXPECT_EQ(r.exit_code, 1);
+  // gate.performance waits for every gate verify test: one that started 1 s after gate_b's batch
+  // bounds how long that batch ran, so it crashed, whatever the time since.
+  start_record("gate.performance", 899.5, {"performance.json"});
+  EXPECT_EQ(report({}, {"--verify-timeout", "900"}).exit_code, 1);
+  EXPECT_EQ(reason(report_json(), "TEST_TIMEOUT"), nullptr);
   EXPECT_EQ(reason(report_json(), "TEST_CRASHED")["scenarios"], json::array({"gate_b", "gate_c"}));
+
+  // Without a start record a missing result's test did not run; a record from before gate.setup's
+  // marker is another run's.
+  fs::remove(verify::start_record_file(records(), "verify.batch.gate.1of2"));
+  const auto old = fs::last_write_time(gate / "started") - std::chrono::hours(1);
+  fs::last_write_time(verify::start_record_file(records(), "verify.batch.gate.2of2"), old);
+  EXPECT_EQ(report().exit_code, 1);
+  crash = reason(report_json(), "TEST_CRASHED");
+  EXPECT_EQ(crash["scenarios"], json::array({"gate_b", "gate_c"}));
+  EXPECT_NE(crash["detail"].get<std::string>().find("did not run in this gate run"), std::string::npos) << crash;
+}
+
+TEST_F(ReportCmd, MissingPerformanceIsExplainedByItsStartRecord) {
+  ASSERT_EQ(prepare().exit_code, 0);
+  all_passed();
+  // gate.performance skipped without a GPU: its record says so, not its output.
+  verify::StartRecord skipped = verify::start_record_now(verify::start_record_file(records(), "gate.performance"),
+                                                         {"performance.json"});
+  skipped.skipped = "needs a CUDA GPU: no CUDA-capable device is detected";
+  verify::write_start_record(verify::start_record_file(records(), "gate.performance"), skipped);
+  EXPECT_EQ(report().exit_code, 1);
+  json no_perf = reason(report_json(), "NO_PERF");
+  ASSERT_NE(no_perf, nullptr) << report_json()["reasons"].dump();
+  EXPECT_NE(no_perf["detail"].get<std::string>().find("skipped: needs a CUDA GPU"), std::string::npos) << no_perf;
+  // Started as long ago as its timeout: a timeout.
+  start_record("gate.performance", 1800, {"performance.json"});
+  EXPECT_EQ(report({}, {"--perf-timeout", "1800"}).exit_code, 1);
+  EXPECT_NE(reason(report_json(), "TEST_TIMEOUT"), nullptr) << report_json()["reasons"].dump();
 }
 
 TEST_F(ReportCmd, SkippedErroredAndFailedResults) {

@@ -33,6 +33,7 @@
 #include "attngate/verify/gpu_pinning.hpp"
 #include "attngate/verify/problem.hpp"
 #include "attngate/verify/remote.hpp"
+#include "attngate/verify/start_record.hpp"
 #include "attngate/worker/sandbox.hpp"
 #include "attngate/verify/json_document.hpp"
 
@@ -52,6 +53,7 @@ struct Options {
   std::string rounds_out;           // --rounds-out: every timed call as a repetition (gbench_rounds.hpp)
   std::string compare_kernel, compare_base;  // empty kernel: no comparison
   std::string compare_out;
+  std::string start_record;  // written when the run starts, again when it skips (verify/start_record.hpp)
   double noise_target = 0.005;
   double time_cap_s = 1.0;
   int min_samples = 20;
@@ -114,6 +116,9 @@ Options parse_own_flags(int& argc, char** argv) {
                  "KERNEL[,BASE]: time KERNEL and BASE (default initial) interleaved per scenario and report the "
                  "speedup time_BASE/time_KERNEL and its suite geomean");
   app.add_option("--compare-out", o.compare_out, "Write the comparison as JSON to FILE (also --compare_out)");
+  app.add_option("--start-record", o.start_record,
+                 "Write FILE (attngate.start_record/1: pid, start time, the comparison it owes) when the run starts, "
+                 "and again when it skips");
   app.add_option("--rounds-out", o.rounds_out,
                  "Write every timed call as a repetition in Google Benchmark's JSON to FILE, for its tools/compare.py "
                  "(real_time: the judge's clock; cpu_time: the judge's host clock of the call)");
@@ -440,6 +445,10 @@ int run(int argc, char** argv) {
       for (const auto& n : comparison_field_names()) std::cout << n << "\n";
     return 0;
   }
+  // The gate's gate.performance says that it started and whether it skipped, so that the gate's
+  // report can tell a run that did not start from one that crashed, timed out or had no GPU.
+  verify::StartRecorder started(opt.start_record, opt.compare_out.empty() ? std::vector<std::string>{}
+                                                  : std::vector{std::filesystem::path(opt.compare_out).filename().string()});
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 2;
 
@@ -459,6 +468,7 @@ int run(int argc, char** argv) {
   const verify::DeviceStatus dev = verify::probe_device();
   if (!dev.available) {
     std::cout << "attngate_bench: SKIPPED: needs a CUDA GPU: " << dev.why << std::endl;
+    started.skipped("needs a CUDA GPU: " + dev.why);
     return 0;
   }
 

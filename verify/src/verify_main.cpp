@@ -35,6 +35,7 @@
 #include "attngate/verify/problem.hpp"
 #include "attngate/verify/remote.hpp"
 #include "attngate/verify/result_document.hpp"
+#include "attngate/verify/start_record.hpp"
 #include "attngate/verify/verify_case.hpp"
 #include "attngate/worker/libraries.hpp"
 #include "attngate/verify/json_document.hpp"
@@ -68,6 +69,7 @@ struct Options {
   std::vector<std::string> suites;    // the suites it checks
   std::vector<std::string> kernels;   // the kernels whose results it writes (empty: every wanted one)
   std::string shard = "0/1";
+  std::string start_record;           // the gate's batches: written when the batch starts (start_record.hpp)
   std::string show_result;            // print one result file and exit with its verdict
   std::vector<std::string> worker_libs;  // --emit-worker-libs: the kernel libraries that have a worker
   std::vector<std::string> shapes;       // --shape: the ad-hoc suite `adhoc` instead of the folder's
@@ -243,20 +245,18 @@ std::string one_line(const verify::CaseOutcome& c) {
   return buf;
 }
 
-// Checks every (kernel, scenario) of the batch in this process: one fp32 ground truth per scenario
-// and input draw, shared by all its kernels, judged on the device. Writes one result per case;
-// returns 0 when every case was checked (whatever its verdict: the per-case tests report it), 1
-// when the batch stopped early (the cases it did not reach get an `error` result saying why).
-int run_batch(const Options& opt) {
-  const auto t0 = std::chrono::steady_clock::now();
+struct BatchItem {
+  const Suite* suite;
+  Scenario scenario;
+  std::vector<const KernelInfo*> kernels;
+};
+
+// The batch's cases: per scenario of its shard, the kernels it checks. Removes the results they will
+// replace and writes, at once, the skips of the kernels that do not offer a shape. `writes`: the
+// result files the batch owes (its start record lists them).
+std::vector<BatchItem> batch_cases(const Options& opt, const std::vector<Suite>& suites, std::vector<std::string>& writes) {
   const ShardSpec shard = parse_shard(opt.shard);
-  const auto suites = load_suites(opt);
-  struct Item {
-    const Suite* suite;
-    Scenario scenario;
-    std::vector<const KernelInfo*> kernels;
-  };
-  std::vector<Item> items;
+  std::vector<BatchItem> items;
   for (const std::string& name : opt.suites) {
     const Suite* suite = nullptr;
     for (const auto& x : suites)
@@ -267,6 +267,10 @@ int run_batch(const Options& opt) {
       // kernel still offers the shape.
       for (const auto& k : opt.kernels) std::filesystem::remove(opt.results_dir / verify::result_file_name(k, sc.id));
       auto ks = batch_kernels(opt, *suite, sc);
+      for (const auto& k : opt.kernels) writes.push_back(verify::result_file_name(k, sc.id));
+      for (const KernelInfo* k : ks)
+        if (std::find(opt.kernels.begin(), opt.kernels.end(), k->name) == opt.kernels.end())
+          writes.push_back(verify::result_file_name(k->name, sc.id));
       if (!ks.empty()) items.push_back({suite, sc, std::move(ks)});
       // A kernel named for the batch that does not offer the shape now (its worker's hello decides)
       // is skipped with the reason, never passed.
@@ -280,6 +284,21 @@ int run_batch(const Options& opt) {
       }
     }
   }
+  return items;
+}
+
+// Checks every (kernel, scenario) of the batch in this process: one fp32 ground truth per scenario
+// and input draw, shared by all its kernels, judged on the device. Writes one result per case;
+// returns 0 when every case was checked (whatever its verdict: the per-case tests report it), 1
+// when the batch stopped early (the cases it did not reach get an `error` result saying why).
+int run_batch(const Options& opt) {
+  const auto t0 = std::chrono::steady_clock::now();
+  const auto suites = load_suites(opt);
+  std::vector<std::string> writes;
+  const std::vector<BatchItem> items = batch_cases(opt, suites, writes);
+  // The gate's batches say that they started and what they owe, so that the gate's report can tell
+  // a batch that did not run from one that crashed or timed out.
+  verify::StartRecorder started(opt.start_record, writes);
   size_t cases = 0;
   for (const auto& it : items) cases += it.kernels.size();
   std::cout << "attngate_verify: batch " << opt.batch_name << ": " << cases << " cases on " << items.size()
@@ -295,6 +314,7 @@ int run_batch(const Options& opt) {
                                                  dev.name + " has " + std::to_string(dev.sm);
     for (const auto& it : items)
       for (const KernelInfo* k : it.kernels) write_result(k->name, it.scenario, "skipped", why, nullptr, kSkipNoDevice);
+    started.skipped(why);
     std::cout << "[  SKIPPED ] " << why << std::endl;
     return 0;
   }
@@ -305,7 +325,7 @@ int run_batch(const Options& opt) {
   // Each kernel's buffers come from its own pool, which its worker maps once (verify::KernelPool).
   verify::use_kernel_pools(true);
   for (size_t i = 0; i < items.size(); ++i) {
-    const Item& it = items[i];
+    const BatchItem& it = items[i];
     std::vector<verify::CaseOutcome> outcomes;
     const auto t_scenario = std::chrono::steady_clock::now();
     try {
@@ -588,6 +608,9 @@ void emit_batch(CtestFile& t, const Options& opt, const Batch& b) {
   argv.insert(argv.end(), {"--batch", "--batch-name=" + b.name, "--suite=" + b.suite, "--kernels=" + fmt::format("{}", fmt::join(b.kernels, ",")),
                            "--shard=" + std::to_string(b.shard) + "/" + std::to_string(b.shards),
                            "--scenarios=" + opt.scenario_dir.string(), "--results-dir=" + opt.results_dir.string()});
+  // The gate's report tells a batch that did not run from one that crashed or timed out by it.
+  if (b.gate_labelled)
+    argv.push_back("--start-record=" + verify::start_record_file(verify::start_records_dir(opt.results_dir), b.name).string());
   t.add_test(b.name, argv);
   // The suite's name as a label, except `gate` on batches that are not the gate's own.
   std::vector<std::string> labels = {"gpu", "verify", "batch"};
@@ -703,6 +726,8 @@ Options parse(int argc, char** argv) {
   app.add_option("--kernels", opt.kernels, "Batch: the kernels whose results it writes (default: every wanted one)")
       ->delimiter(',');
   app.add_option("--shard", opt.shard, "Batch: shard i/N of each suite (default 0/1)");
+  app.add_option("--start-record", opt.start_record,
+                 "Batch: write FILE (attngate.start_record/1: pid, start time, the results it owes) when it starts");
   app.add_option("--show-result", opt.show_result, "Print one result file and exit 0 (passed), 1 (failed, error, "
                  "missing) or 0 with a SKIPPED line");
   app.add_option("--emit-worker-libs", opt.worker_libs, "The kernel libraries that have a worker (comma-separated)")

@@ -10,6 +10,7 @@
 
 #include "attngate/verify/result_document.hpp"
 #include "attngate/verify/schema_check.hpp"
+#include "attngate/verify/start_record.hpp"
 
 namespace {
 
@@ -162,6 +163,41 @@ TEST(ResultDocument, RejectsOtherDocuments) {
   EXPECT_THROW(parse_result_document({{"schema", kVerifyResultSchema}, {"runs", "none"}}), json::exception);
   EXPECT_THROW(parse_result_document({{"schema", kVerifyResultSchema}, {"base_seed", 7}}), json::exception);
   EXPECT_EQ(result_file_name("candidate", "gate_a"), "verify.candidate.gate_a.json");
+}
+
+// The start record (attngate.start_record/1) a gate test writes when it starts: the recorder writes
+// it with this process's pid and the time, again with the reason when the test skips, and nothing
+// without a file; another document is refused.
+TEST(StartRecord, WrittenAtStartAndAgainOnASkip) {
+  const std::filesystem::path dir = std::filesystem::temp_directory_path() / ("attngate_start_" + std::to_string(::getpid()));
+  const std::filesystem::path file = start_record_file(dir, "verify.batch.gate.1of2");
+  const int64_t before = unix_ms_now();
+  StartRecorder recorder(file, {"verify.candidate.gate_a.json"});
+  std::ifstream in(file);
+  ASSERT_TRUE(in) << file;
+  StartRecord r = parse_start_record(json::parse(in));
+  EXPECT_EQ(r.test, "verify.batch.gate.1of2");
+  EXPECT_EQ(r.pid, int64_t(::getpid()));
+  EXPECT_GE(r.started_unix_ms, before);
+  EXPECT_LE(r.started_unix_ms, unix_ms_now());
+  EXPECT_EQ(r.writes, std::vector<std::string>{"verify.candidate.gate_a.json"});
+  EXPECT_FALSE(r.skipped.has_value());
+  recorder.skipped("needs a CUDA GPU");
+  in = std::ifstream(file);
+  const StartRecord again = parse_start_record(json::parse(in));
+  EXPECT_EQ(again.skipped, std::optional<std::string>("needs a CUDA GPU"));
+  EXPECT_EQ(again.started_unix_ms, r.started_unix_ms);
+  EXPECT_EQ(json(again), json(parse_start_record(json(again))));
+  std::filesystem::remove_all(dir);
+  StartRecorder none("", {});  // outside the gate: nothing written
+  none.skipped("no GPU");
+  EXPECT_FALSE(std::filesystem::exists(dir));
+  json other = json(r);
+  other["schema"] = "attngate.verify_result/1";
+  EXPECT_THROW(parse_start_record(other), json::exception);
+  other = json(r);
+  other["pid"] = "1";
+  EXPECT_THROW(parse_start_record(other), json::exception);
 }
 
 }  // namespace

@@ -15,6 +15,7 @@
 #include "attngate/gate/rules_provenance.hpp"
 #include "attngate/gate/rules_timing.hpp"
 #include "attngate/verify/json_document.hpp"
+#include "attngate/verify/start_record.hpp"
 
 namespace attngate::hooks {
 namespace fs = std::filesystem;
@@ -62,14 +63,14 @@ BestBaselinesInfo best_baselines_info(const BestBaselines& best) {
 // are returned (they also carry its timing), the others are counted in `correctness`.
 std::vector<ScenarioResult> judge_correctness(const ReportInputs& in, const std::vector<Suite>& suites,
                                               const Suite& suite, const std::string& kernel, const Policy& policy,
-                                              const Freshness& freshness, Reasons& reasons, VerifyTally& tally,
-                                              Correctness& correctness) {
+                                              const Freshness& freshness, const StartRecords& started,
+                                              Reasons& reasons, VerifyTally& tally, Correctness& correctness) {
   std::vector<ScenarioResult> rows;
   const std::vector<const Suite*> checked = correctness_suites(suites, suite, in.scenarios_dir);
   for (const Suite* cs : checked) correctness.suites.push_back(cs->name);
   for (const Suite* cs : checked)
     for (const auto& s : cs->scenarios) {
-      ScenarioResult row = judge_verify_result(in, kernel, s, policy, freshness, reasons, tally);
+      ScenarioResult row = judge_verify_result(in, kernel, s, policy, freshness, started, reasons, tally);
       ++correctness.scenarios;
       if (row.correct.value_or(false)) ++correctness.passed;
       else correctness.failed.push_back(s.id);
@@ -115,10 +116,12 @@ GateReportOutput build_gate_report(const ReportInputs& in) {
 
   // The inputs of this run only, and the rules.
   const Freshness freshness(in);
+  const StartRecords started(in, freshness);
   Reasons reasons;
   VerifyTally tally;
-  report.scenarios = judge_correctness(in, suites, suite, kernel, policy, freshness, reasons, tally, report.correctness);
-  const std::optional<bench::ComparisonDocument> perf = load_comparison(in, kernel, baseline, freshness, reasons);
+  report.scenarios = judge_correctness(in, suites, suite, kernel, policy, freshness, started, reasons, tally,
+                                       report.correctness);
+  const std::optional<bench::ComparisonDocument> perf = load_comparison(in, kernel, baseline, freshness, started, reasons);
   TimingTally timing;
   if (perf) {
     timing = judge_timing(in.perf.filename().string(), *perf, report.scenarios, policy, report.target, reasons);
@@ -146,7 +149,7 @@ ReportInputs resolve_inputs(ReportInputs in, const fs::path& build_dir) {
   if (in.out_dir.empty()) in.out_dir = build_dir / "gate";
   if (in.perf.empty()) in.perf = in.out_dir / "performance.json";
   if (in.started_after.empty()) in.started_after = in.out_dir / "started";
-  if (in.ctest_log_dir.empty()) in.ctest_log_dir = build_dir / "Testing" / "Temporary";
+  if (in.start_records_dir.empty()) in.start_records_dir = verify::start_records_dir(in.results_dir);
   return in;
 }
 

@@ -1,7 +1,9 @@
 #include "attngate/gate/inputs.hpp"
 
+#include <algorithm>
+#include <ctime>
 #include <fstream>
-#include <sstream>
+#include <stdexcept>
 
 #include <fmt/format.h>
 
@@ -55,46 +57,64 @@ std::optional<json> read_json(const fs::path& file, std::string* error) {
   }
 }
 
-std::map<std::string, LoggedTest> parse_ctest_log(const std::string& text) {
-  std::map<std::string, LoggedTest> out;
-  std::istringstream in(text);
-  std::string line, current;
-  bool in_output = false;
-  while (std::getline(in, line)) {
-    if (!line.empty() && line.back() == '\r') line.pop_back();
-    if (in_output) {
-      if (line == "<end of output>") in_output = false;
-      else if (line.find_first_not_of(" \t") != std::string::npos && line.find_first_not_of('-') != std::string::npos)
-        out[current].last_output = line;
-      continue;
-    }
-    // "3/60 Test: verify.candidate.gate_x"
-    if (auto p = line.find(" Test: "); p != std::string::npos && line.find('/') < p && std::isdigit(line[0])) {
-      current = line.substr(p + 7);
-      out[current] = LoggedTest{};
-    } else if (current.empty()) {
-      continue;
-    } else if (line == "Output:") {
-      in_output = true;
-    } else if (line.rfind("Test time =", 0) == 0) {
-      out[current].time_s = std::strtod(line.c_str() + 11, nullptr);
-    } else if (line == "Test Passed.") {
-      out[current].passed = true;
+StartRecords::StartRecords(const ReportInputs& in, const Freshness& freshness) : dir_(in.start_records_dir) {
+  notes_ = freshness.stale_note;
+  std::error_code ec;
+  for (fs::directory_iterator it(dir_, ec), end; !ec && it != end; it.increment(ec)) {
+    const fs::path& file = it->path();
+    if (file.extension() != ".json" || !freshness.fresh(file)) continue;
+    std::string err;
+    const std::optional<json> doc = read_json(file, &err);
+    try {
+      if (!doc) throw std::runtime_error(err);
+      verify::StartRecord r = verify::parse_start_record(*doc);
+      // A record renamed into place would stand for another test.
+      if (r.test != file.stem().string()) throw std::runtime_error("it is the record of " + r.test);
+      records_.push_back(std::move(r));
+    } catch (const std::exception& e) {
+      notes_ += "; the start record " + file.string() + " is unreadable: " + e.what();
     }
   }
-  return out;
+}
+
+const verify::StartRecord* StartRecords::owing(const std::string& file) const {
+  for (const auto& r : records_)
+    if (std::find(r.writes.begin(), r.writes.end(), file) != r.writes.end()) return &r;
+  return nullptr;
+}
+
+std::optional<int64_t> StartRecords::started_ms(const std::string& test) const {
+  for (const auto& r : records_)
+    if (r.test == test) return r.started_unix_ms;
+  return std::nullopt;
+}
+
+std::pair<std::string, std::string> StartRecords::missing(const std::string& file, const std::string& what,
+                                                          double timeout_s, std::optional<int64_t> ended_by_ms) const {
+  const verify::StartRecord* r = owing(file);
+  if (!r)
+    return {"TEST_CRASHED", what + ": the test that writes it did not run in this gate run (no start record in " +
+                                dir_.string() + " owes it)" + notes_};
+  const std::string started = r->test + " started at " + iso8601_utc(std::time_t(r->started_unix_ms / 1000));
+  if (r->skipped) return {"TEST_CRASHED", what + ": " + started + " and skipped: " + r->skipped->substr(0, 300)};
+  // The test ended before any test that waited for it started, and before this report.
+  const double ran_at_most_s = double(ended_by_ms.value_or(verify::unix_ms_now()) - r->started_unix_ms) / 1e3;
+  if (timeout_s > 0 && ran_at_most_s >= 0.99 * timeout_s)
+    return {"TEST_TIMEOUT", what + ": " + started + " and ran up to " + fmt::format("{:.0f}", ran_at_most_s) +
+                                " s without writing it; its timeout is " + fmt::format("{:.0f}", timeout_s) + " s"};
+  return {"TEST_CRASHED", what + ": " + started + " (pid " + std::to_string(r->pid) + "), ended without writing its result"};
 }
 
 // The comparison of kernel against baseline (bench/include/attngate/bench/comparison_document.hpp),
 // fresh from this run and schema-valid, or nothing with the reason why.
 std::optional<bench::ComparisonDocument> load_comparison(const ReportInputs& in, const std::string& kernel,
                                                          const std::string& baseline, const Freshness& freshness,
-                                                         Reasons& reasons) {
+                                                         const StartRecords& started, Reasons& reasons) {
   std::string perr;
   std::optional<json> perf_json;
   std::optional<bench::ComparisonDocument> perf;
   if (!fs::exists(in.perf)) {
-    auto [code, detail] = freshness.missing("gate.performance", in.perf_timeout_s, "no " + in.perf.string());
+    auto [code, detail] = started.missing(in.perf.filename().string(), "no " + in.perf.string(), in.perf_timeout_s);
     reasons.add(code == "TEST_TIMEOUT" ? code : "NO_PERF", "", detail);
   } else if (!freshness.fresh(in.perf)) {
     reasons.add("NO_PERF", "", in.perf.string() + " is older than this gate run: gate.performance did not run" + freshness.stale_note);

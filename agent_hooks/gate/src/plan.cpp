@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include "attngate/verify/start_record.hpp"
 #include "attngate/worker/libraries.hpp"
 
 namespace attngate::hooks {
@@ -37,7 +38,7 @@ std::vector<std::string> gate_report_command(const verify::GateBatches& b, const
           "--perf=" + (dir / "performance.json").string(),
           "--out-dir=" + dir.string(),
           "--started-after=" + (dir / "started").string(),
-          "--ctest-log-dir=" + (fs::path(t.build_dir) / "Testing" / "Temporary").string(),
+          "--start-records=" + verify::start_records_dir(b.results_dir).string(),
           "--verify-timeout=" + std::to_string(b.verify_timeout_s),
           "--perf-timeout=" + std::to_string(kPerfTimeoutS)};
 }
@@ -56,10 +57,13 @@ std::string gate_ctest_script(const verify::GateBatches& b, const GateTools& t) 
   // The baseline's worker first: the bench measures the round trip to it before any other exists.
   for (const auto& w : worker::worker_args(t.workers_dir, {b.baseline, b.kernel})) perf.push_back(w);
   perf.insert(perf.end(), {"--suite=gate", "--scenarios=" + b.scenarios_dir, "--compare=" + b.kernel + "," + b.baseline,
-                           "--compare_out=" + (gate_dir(t) / "performance.json").string()});
+                           "--compare_out=" + (gate_dir(t) / "performance.json").string(),
+                           // When it starts, and whether it skipped: the report tells a crash from a timeout by it.
+                           "--start-record=" +
+                               verify::start_record_file(verify::start_records_dir(b.results_dir), "gate.performance").string()});
   add_test(out, "gate.performance", perf);
-  // RUN_SERIAL: nothing else runs while it times. Without a GPU the bench prints SKIPPED (a skip,
-  // never a pass) and the report fails for want of its JSON.
+  // RUN_SERIAL: nothing else runs while it times. Without a GPU the bench prints SKIPPED (CTest's
+  // skip, never a pass), its start record says so, and the report fails for want of its JSON.
   out << "set_tests_properties(gate.performance PROPERTIES LABELS [==[gate;gpu;bench]==] RUN_SERIAL TRUE DEPENDS "
       << quoted(fmt::format("{}", fmt::join(after, ";"))) << " SKIP_REGULAR_EXPRESSION [==[SKIPPED:]==] TIMEOUT "
       << kPerfTimeoutS << " RESOURCE_GROUPS gpus:1)\n";

@@ -75,8 +75,9 @@ bool has_reason(const std::vector<Reason>& reasons, const std::string& code) {
   return false;
 }
 
-std::string now_iso8601() {
-  std::time_t t = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
+std::string now_iso8601() { return iso8601_utc(std::chrono::system_clock::to_time_t(std::chrono::system_clock::now())); }
+
+std::string iso8601_utc(std::time_t t) {
   std::tm tm{};
   ::gmtime_r(&t, &tm);
   char buf[32];

@@ -66,8 +66,8 @@ void judge_verify_status(ScenarioResult& row, const verify::ResultDocument& r, c
 }
 
 ScenarioResult judge_verify_result(const ReportInputs& in, const std::string& kernel, const Scenario& s,
-                                   const Policy& policy, const Freshness& freshness, Reasons& reasons,
-                                   VerifyTally& tally) {
+                                   const Policy& policy, const Freshness& freshness, const StartRecords& started,
+                                   Reasons& reasons, VerifyTally& tally) {
   ScenarioResult row;
   row.id = s.id;
   row.shape = scenario_summary(s);
@@ -88,7 +88,9 @@ ScenarioResult judge_verify_result(const ReportInputs& in, const std::string& ke
   };
   if (!fs::exists(file)) {
     row.status = "missing";
-    auto [code, detail] = freshness.missing(test, in.verify_timeout_s, "no result " + file.filename().string());
+    // Every gate verify test had ended when gate.performance started (it waits for them: plan.cpp).
+    auto [code, detail] = started.missing(file.filename().string(), "no result " + file.filename().string() + " (" + test + ")",
+                                          in.verify_timeout_s, started.started_ms("gate.performance"));
     reasons.add(code, s.id, detail);
   } else if (!freshness.fresh(file)) {
     row.status = "stale";

@@ -30,7 +30,9 @@ struct ReportInputs {
   std::filesystem::path perf;         // attngate_bench --compare_out
   std::filesystem::path out_dir;      // report.json, report.md
   std::filesystem::path started_after;  // the marker gate.setup writes; older files are stale
-  std::filesystem::path ctest_log_dir;  // <build>/Testing/Temporary, to tell timeouts from crashes
+  // The gate tests' start records (verify/start_record.hpp), to tell a test that did not run from one
+  // that crashed or ran into its timeout.
+  std::filesystem::path start_records_dir;
   double verify_timeout_s = 0;          // the TIMEOUT of the verify tests and of gate.performance
   double perf_timeout_s = 0;
 };

@@ -4,6 +4,7 @@
 // ("The gate") says what the fields mean. Fields the gate may write as null (a scenario that never
 // ran has no timings) are optional; absent fields take their defaults.
 #include <cstdint>
+#include <ctime>
 #include <filesystem>
 #include <map>
 #include <optional>
@@ -226,6 +227,7 @@ struct GateReport {
 
 // UTC time stamps as the report and the lineage write them: "YYYY-MM-DDTHH:MM:SSZ".
 std::string now_iso8601();
+std::string iso8601_utc(std::time_t t);
 // Seconds since the epoch; nullopt when the text is not "YYYY-MM-DDTHH:MM:SSZ".
 std::optional<long long> parse_iso8601(const std::string& text);
 

@@ -36,9 +36,10 @@ struct VerifyTally {
 void judge_verify_status(ScenarioResult& row, const verify::ResultDocument& r, const std::string& test,
                          const Policy& policy, Reasons& reasons, VerifyTally& tally);
 
-// One scenario's row: its result file found, fresh and readable, then judged.
+// One scenario's row: its result file found, fresh and readable, then judged; a missing one
+// explained by its batch's start record.
 ScenarioResult judge_verify_result(const ReportInputs& in, const std::string& kernel, const Scenario& s,
-                                   const Policy& policy, const Freshness& freshness, Reasons& reasons,
-                                   VerifyTally& tally);
+                                   const Policy& policy, const Freshness& freshness, const StartRecords& started,
+                                   Reasons& reasons, VerifyTally& tally);
 
 }  // namespace attngate::hooks
