@@ -61,21 +61,33 @@ void judge_clock_disagreements(const Timing& c, const Timing& b, double tol, dou
 }  // namespace
 
 Timing judged_timing(const bench::KernelTiming& t) {
+  using K = bench::KernelTiming;
   auto as_int = [](const std::optional<double>& v) {
     return v ? std::optional<std::int64_t>(std::llround(*v)) : std::nullopt;
   };
   Timing j;
-  j.event_ms = t.event_ms;
-  j.kernel_ms = t.kernel_ms;
-  j.span_ms = t.span_ms;
-  j.wall_ms = t.wall_ms;
-  j.cycles = t.cycles;
-  j.kernel_cycles = t.kernel_cycles;
-  j.tflops = t.tflops;
-  j.pct_peak = t.pct_peak;
-  j.memcpy_per_call = t.memcpy_per_call;
-  j.memset_per_call = t.memset_per_call;
-  j.sm_clock_mhz = t.sm_clock_mhz;
+  // The figures the rules read under the comparison's own names.
+  using Copy = std::pair<std::optional<double> Timing::*, bench::Figure K::*>;
+  for (auto [to, from] :
+       {Copy{&Timing::event_ms, &K::event_ms}, {&Timing::kernel_ms, &K::kernel_ms}, {&Timing::span_ms, &K::span_ms},
+        {&Timing::wall_ms, &K::wall_ms}, {&Timing::cycles, &K::cycles}, {&Timing::kernel_cycles, &K::kernel_cycles},
+        {&Timing::tflops, &K::tflops}, {&Timing::pct_peak, &K::pct_peak},
+        {&Timing::memcpy_per_call, &K::memcpy_per_call}, {&Timing::memset_per_call, &K::memset_per_call},
+        {&Timing::sm_clock_mhz, &K::sm_clock_mhz}, {&Timing::traced_event_ms, &K::traced_event_ms},
+        {&Timing::traced_wall_ms, &K::traced_wall_ms},
+        {&Timing::cupti_minus_traced_event_us, &K::cupti_minus_traced_event_us}, {&Timing::isolated, &K::isolated},
+        {&Timing::fresh_calls, &K::fresh_calls}, {&Timing::fresh_event_ms, &K::fresh_event_ms},
+        {&Timing::fresh_wall_ms, &K::fresh_wall_ms}, {&Timing::checked_calls, &K::checked_calls},
+        {&Timing::inventory_kernels, &K::inventory_kernels}, {&Timing::foreign_kernels, &K::foreign_kernels},
+        {&Timing::judge_ms, &K::judge_ms}, {&Timing::worker_event_ms, &K::worker_event_ms},
+        {&Timing::pre_ms, &K::pre_ms}, {&Timing::hold_gap_max_us, &K::hold_gap_max_us},
+        {&Timing::handoff_us, &K::handoff_us}, {&Timing::reference_handoff_us, &K::reference_handoff_us},
+        {&Timing::solo_handoff_us, &K::solo_handoff_us}, {&Timing::judge_resolution_us, &K::judge_resolution_us},
+        {&Timing::judge_resolution_pct, &K::judge_resolution_pct}, {&Timing::alone_event_ms, &K::alone_event_ms},
+        {&Timing::lowest_handoff_us, &K::lowest_handoff_us},
+        {&Timing::round_trip_correction_us, &K::round_trip_correction_us}})
+    j.*to = t.*from;
+  // Counts as integers, under the report's names.
   j.kernel_count = as_int(t.kernels_per_call);
   j.kernel_count_min = t.kernel_count_min;
   j.kernel_count_max = t.kernel_count_max;
@@ -85,28 +97,6 @@ Timing judged_timing(const bench::KernelTiming& t) {
   j.traced_calls = as_int(t.traced_samples);
   j.held_timeouts = as_int(t.held_timeouts);
   j.kernel_names = t.kernel_names;
-  j.traced_event_ms = t.traced_event_ms;
-  j.traced_wall_ms = t.traced_wall_ms;
-  j.cupti_minus_traced_event_us = t.cupti_minus_traced_event_us;
-  j.isolated = t.isolated;
-  j.fresh_calls = t.fresh_calls;
-  j.fresh_event_ms = t.fresh_event_ms;
-  j.fresh_wall_ms = t.fresh_wall_ms;
-  j.checked_calls = t.checked_calls;
-  j.inventory_kernels = t.inventory_kernels;
-  j.foreign_kernels = t.foreign_kernels;
-  j.judge_ms = t.judge_ms;
-  j.worker_event_ms = t.worker_event_ms;
-  j.pre_ms = t.pre_ms;
-  j.hold_gap_max_us = t.hold_gap_max_us;
-  j.handoff_us = t.handoff_us;
-  j.reference_handoff_us = t.reference_handoff_us;
-  j.solo_handoff_us = t.solo_handoff_us;
-  j.judge_resolution_us = t.judge_resolution_us;
-  j.judge_resolution_pct = t.judge_resolution_pct;
-  j.alone_event_ms = t.alone_event_ms;
-  j.lowest_handoff_us = t.lowest_handoff_us;
-  j.round_trip_correction_us = t.round_trip_correction_us;
   j.process = t.process;
   j.foreign_kernel_names = t.foreign_kernel_names;
   return j;
