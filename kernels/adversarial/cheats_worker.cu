@@ -276,7 +276,7 @@ Payload load_payload() {
   for (unsigned i = 0; i < n && i < 4; ++i) {
     const char* name = nullptr;
     if ((out.status = cudaFuncGetName(&name, reinterpret_cast<const void*>(ks[i]))) != cudaSuccess) return out;
-    // attn_fwd_variant<__nv_bfloat16, 128, kCausal, Cheat::none>: kCausal mangles as Lb1E / Lb0E.
+    // attn_fwd_kernel<__nv_bfloat16, 128, kCausal, Planted<Cheat::none>>: kCausal mangles as Lb1E / Lb0E.
     (std::strstr(name, "Lb1E") ? out.causal : out.plain) = ks[i];
     const void* fn = reinterpret_cast<const void*>(ks[i]);
     cudaError_t e = cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize, Cfg<128>::kSmemBytes);

@@ -4,7 +4,8 @@
 // inventory lists them although no object of the library is their code.
 #include "fa2_variants.cuh"
 
-namespace attngate_adversarial {
-template __global__ void attn_fwd_variant<__nv_bfloat16, 128, false, Cheat::none>(const __grid_constant__ AttnParams);
-template __global__ void attn_fwd_variant<__nv_bfloat16, 128, true, Cheat::none>(const __grid_constant__ AttnParams);
-}  // namespace attngate_adversarial
+using Honest = attngate_adversarial::Planted<attngate_adversarial::Cheat::none>;
+template __global__ void initial_fa2::attn_fwd_kernel<__nv_bfloat16, 128, false, Honest>(
+    const __grid_constant__ attngate::AttnParams);
+template __global__ void initial_fa2::attn_fwd_kernel<__nv_bfloat16, 128, true, Honest>(
+    const __grid_constant__ attngate::AttnParams);

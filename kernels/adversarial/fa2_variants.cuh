@@ -1,24 +1,23 @@
-// The initial kernel (kernels/initial/initial.cu) with planted bugs: one copy of its attention
-// kernel whose compile-time `Cheat` parameter switches a bug on at the few places it matters.
-// Every change from the initial kernel is marked "CHEAT". Included only by kernels/adversarial/*.cu,
-// instantiated only for bf16, head_dim 128 (kernels/adversarial/README.md).
+// The initial kernel (kernels/initial/include/attngate/initial/fa2_kernel.cuh) with planted bugs:
+// its one body, instantiated with `Planted<Cheat>` knobs in place of `initial_fa2::Exact`, so that
+// a compile-time `Cheat` switches a bug on at the few places it matters (the knobs say where).
+// Included only by kernels/adversarial/*.cu, instantiated only for bf16, head_dim 128
+// (kernels/adversarial/README.md).
 #pragma once
 
 #include <cuda_bf16.h>
-#include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
-#include <cmath>
 #include <cstdint>
-#include <cstring>
-#include <type_traits>
 
+#include "attngate/initial/fa2_kernel.cuh"
 #include "attngate/params.hpp"
 
 namespace attngate_adversarial {
 
 using attngate::AttnParams;
 using attngate::DType;
+using initial_fa2::Cfg;
 
 // Bugs planted inside the kernel; the host-side cheats (kernels/adversarial/cheats_host.cu) run
 // Cheat::none and misbehave around it.
@@ -35,422 +34,27 @@ enum class Cheat : int {
   half_accum,         // S, O and the row sum rounded to 16 bits after every mma (16-bit accumulation)
 };
 
-template <int D>
-struct Cfg {
-  static constexpr int kWarps = D == 256 ? 4 : 8;
-  static constexpr int kBlockN = D == 256 ? 32 : 64;
-  static constexpr int kMinBlocks = D == 128 ? 1 : 2;
-  static constexpr bool kQInRegs = D == 128;
-
-  static constexpr int kThreads = kWarps * 32;
-  static constexpr int kBlockM = kWarps * 16;
-  static constexpr int kRowBytes = D * 2;
-  static constexpr int kQBytes = kBlockM * kRowBytes;
-  static constexpr int kKVTileBytes = kBlockN * kRowBytes;
-  // Q, then two stages of (K tile, V tile).
-  static constexpr int kSmemBytes = kQBytes + 4 * kKVTileBytes;
+// The initial kernel's knobs with one bug switched on (Cheat::none: initial itself, as a distinct
+// instantiation of this library's own).
+template <Cheat c>
+struct Planted : initial_fa2::Exact {
+  static constexpr bool kCausalMask = c != Cheat::no_causal_mask;
+  static constexpr int kDiagonalLookahead = c == Cheat::causal_off_by_one ? 1 : 0;  // `<=` where `<` belongs
+  static constexpr bool kGroupedKvHeads = c != Cheat::gqa_head_map;  // identical for MHA, wrong for GQA/MQA
+  static constexpr bool kPartialTile = c != Cheat::skip_partial_tile;
+  static constexpr bool kOddHeads = c != Cheat::partial_heads;
+  static constexpr bool kNanMaskedRows = c == Cheat::nan_masked_rows;
+  static constexpr int kRowsPastEnd = c == Cheat::row_past_end ? 1 : 0;
+  // Without the barrier a warp reads K/V rows other threads have not finished copying, and the
+  // prefetch overwrites a stage slower warps still read.
+  static constexpr bool kCopyBarrier = c != Cheat::missing_barrier;
+  static constexpr bool kRound16 = c == Cheat::half_accum;
 };
 
-__device__ __forceinline__ uint32_t smem_u32(const void* p) {
-  return static_cast<uint32_t>(__cvta_generic_to_shared(p));
-}
-
-// 16-byte global->shared copy; when !valid nothing is read and the destination is zero-filled, so
-// rows past the sequence end contribute zeros (never stale NaNs) to the products.
-__device__ __forceinline__ void cp_async_16(uint32_t dst, const void* src, bool valid) {
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src),
-               "r"(valid ? 16 : 0)
-               : "memory");
-}
-__device__ __forceinline__ void cp_async_commit() {
-  asm volatile("cp.async.commit_group;\n" ::: "memory");
-}
-template <int N>
-__device__ __forceinline__ void cp_async_wait() {
-  asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
-}
-
-__device__ __forceinline__ void ldsm_x4(uint32_t (&r)[4], uint32_t addr) {
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
-               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-               : "r"(addr));
-}
-__device__ __forceinline__ void ldsm_x4_trans(uint32_t (&r)[4], uint32_t addr) {
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
-               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-               : "r"(addr));
-}
-
-// c += a * b for one 16x8x16 tile, fp32 accumulate.
-template <typename T>
-__device__ __forceinline__ void mma_16816(float (&c)[4], const uint32_t (&a)[4], uint32_t b0,
-                                          uint32_t b1) {
-  if constexpr (std::is_same_v<T, __nv_bfloat16>) {
-    asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, "
-        "{%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
-        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-  } else {
-    asm("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, "
-        "{%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
-        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-  }
-}
-
-// Two floats -> one register of two T, `lo` in the low half (the lower column index in mma
-// fragments).
-template <typename T>
-__device__ __forceinline__ uint32_t pack2(float lo, float hi) {
-  uint32_t u;
-  if constexpr (std::is_same_v<T, __nv_bfloat16>) {
-    const __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
-    memcpy(&u, &v, 4);
-  } else {
-    const __half2 v = __floats2half2_rn(lo, hi);
-    memcpy(&u, &v, 4);
-  }
-  return u;
-}
-
-// Byte offset of 16-byte chunk `chunk` of tile row `row`. XOR with row % 8 spreads the 8 rows read
-// by one ldmatrix phase (and the rows written by one warp of cp.async) over all 32 banks.
-template <int D>
-__device__ __forceinline__ uint32_t swz(int row, int chunk) {
-  return static_cast<uint32_t>(row * (D * 2) + ((chunk ^ (row & 7)) << 4));
-}
-
-// Cooperative copy of kRows rows x D columns starting at global row `row0`; rows >= row_limit are
-// zero-filled. Every thread keeps one chunk column and walks rows with a fixed step.
-template <typename T, int D, int kRows, int kThreads>
-__device__ __forceinline__ void load_tile(uint32_t s_base, const T* g, int64_t row_stride, int row0,
-                                          int row_limit, int tid) {
-  constexpr int kChunks = D / 8;
-  constexpr int kStep = kThreads / kChunks;
-  static_assert(kThreads % kChunks == 0 && kRows % kStep == 0, "tile copy must divide evenly");
-  const int c = tid % kChunks;
-  const int r0 = tid / kChunks;
-#pragma unroll
-  for (int i = 0; i < kRows / kStep; ++i) {
-    const int r = r0 + i * kStep;
-    const int grow = row0 + r;
-    const bool ok = grow < row_limit;
-    const T* src = g + static_cast<int64_t>(ok ? grow : 0) * row_stride + c * 8;
-    cp_async_16(s_base + swz<D>(r, c), src, ok);
-  }
-}
-
-// CHEAT half_accum: what a 16-bit accumulator keeps. bf16 inputs have no 16-bit-accumulating
-// mma, so the cheat rounds the fp32 accumulators after every instruction, as an fp16/bf16
-// accumulator would; bf16 (8 mantissa bits) is the precision such a kernel would keep for bf16.
-__device__ __forceinline__ float round_16bit(float x) { return __bfloat162float(__float2bfloat16_rn(x)); }
-__device__ __forceinline__ void round_accumulator(float (&c)[4]) {
-  c[0] = round_16bit(c[0]);
-  c[1] = round_16bit(c[1]);
-  c[2] = round_16bit(c[2]);
-  c[3] = round_16bit(c[3]);
-}
-
-template <typename T, int D, bool kCausal, Cheat kCheat>
-__global__ void __launch_bounds__(Cfg<D>::kThreads, Cfg<D>::kMinBlocks)
-    attn_fwd_variant(const __grid_constant__ AttnParams p) {
-  using C = Cfg<D>;
-  constexpr int kBM = C::kBlockM;
-  constexpr int kBN = C::kBlockN;
-  constexpr int kRB = C::kRowBytes;
-  constexpr int kChunks = D / 8;
-
-  extern __shared__ __align__(128) uint8_t smem[];
-  const uint32_t sQ = smem_u32(smem);
-  const uint32_t sKV = sQ + C::kQBytes;
-
-  const int tid = threadIdx.x;
-  const int warp = tid >> 5;
-  const int lane = tid & 31;
-
-  const int b = blockIdx.x / p.heads_q;
-  const int h = blockIdx.x - b * p.heads_q;
-  // CHEAT partial_heads: odd query heads are never computed, their O and LSE never written.
-  if constexpr (kCheat == Cheat::partial_heads) {
-    if (h & 1) return;
-  }
-  // CHEAT gqa_head_map: query head h reads kv head h % heads_kv (interleaved) instead of its group
-  // h / (heads_q / heads_kv). Identical for MHA, wrong for every GQA/MQA shape.
-  const int hk = kCheat == Cheat::gqa_head_map ? h % p.heads_kv : h / (p.heads_q / p.heads_kv);
-  // blockIdx.y runs backwards over query blocks: under the causal mask the last query blocks see
-  // the most keys, and launching them first keeps the tail of the grid short.
-  const int m0 = (gridDim.y - 1 - blockIdx.y) * kBM;
-  const int Sq = p.seqlen_q;
-  const int Sk = p.seqlen_k;
-  const int diag = Sk - Sq;  // query i sees keys j <= i + diag (bottom-right aligned)
-
-  const T* q = static_cast<const T*>(p.q) + b * p.q_batch_stride + h * p.q_head_stride;
-  const T* k = static_cast<const T*>(p.k) + b * p.k_batch_stride + hk * p.k_head_stride;
-  const T* v = static_cast<const T*>(p.v) + b * p.v_batch_stride + hk * p.v_head_stride;
-  T* o = static_cast<T*>(p.o) + b * p.o_batch_stride + h * p.o_head_stride;
-  float* lse = p.lse == nullptr ? nullptr : p.lse + b * p.lse_batch_stride + h * p.lse_head_stride;
-
-  // CHEAT no_causal_mask: the mask is never applied. CHEAT causal_off_by_one: query i also sees
-  // key i + diag + 1 (a `<=` where `<` belongs).
-  constexpr bool kMask = kCausal && kCheat != Cheat::no_causal_mask;
-  constexpr int kLookahead = kCheat == Cheat::causal_off_by_one ? 1 : 0;
-  int n_end = Sk;
-  if constexpr (kMask) n_end = min(Sk, m0 + kBM + diag + kLookahead);
-  // CHEAT skip_partial_tile: the last, partial key tile is dropped (rounds down, not up).
-  const int n_blocks = n_end > 0 ? (kCheat == Cheat::skip_partial_tile ? n_end / kBN : (n_end + kBN - 1) / kBN) : 0;
-
-  if (n_blocks == 0) {
-    // Every row of this block is fully masked: O = 0, LSE = -inf.
-    // CHEAT nan_masked_rows: O = NaN there instead (all-ones bits).
-    const uint32_t fill = kCheat == Cheat::nan_masked_rows ? 0xFFFFFFFFu : 0u;
-    for (int r = tid / kChunks; r < kBM; r += C::kThreads / kChunks) {
-      if (m0 + r < Sq)
-        *reinterpret_cast<uint4*>(o + static_cast<int64_t>(m0 + r) * p.o_row_stride +
-                                  (tid % kChunks) * 8) = make_uint4(fill, fill, fill, fill);
-    }
-    if (lse != nullptr)
-      for (int r = tid; r < kBM; r += C::kThreads)
-        if (m0 + r < Sq) lse[m0 + r] = -INFINITY;
-    return;
-  }
-
-  // Prologue: Q, then the highest KV tile. Tiles are visited from the diagonal down to 0, so the
-  // few tiles that need masking come first and the rest run mask-free.
-  load_tile<T, D, kBM, C::kThreads>(sQ, q, p.q_row_stride, m0, Sq, tid);
-  cp_async_commit();
-  int n_block = n_blocks - 1;
-  load_tile<T, D, kBN, C::kThreads>(sKV, k, p.k_row_stride, n_block * kBN, Sk, tid);
-  load_tile<T, D, kBN, C::kThreads>(sKV + C::kKVTileBytes, v, p.v_row_stride, n_block * kBN, Sk,
-                                    tid);
-  cp_async_commit();
-
-  // Per-lane ldmatrix addressing. Lane l supplies the row address for 8x8 matrix l/8. Every row
-  // offset below is a multiple of 8 plus (l % 8), so the swizzle term is l % 8 and each chunk
-  // index reduces to (2 * step) ^ x with a per-lane x.
-  const int l8 = lane & 7;
-  // Q as A operand: matrices (rows 0-7, k 0-7), (rows 8-15, k 0-7), (rows 0-7, k 8-15), (8-15, 8-15).
-  const uint32_t q_row = sQ + (warp * 16 + l8 + ((lane >> 3) & 1) * 8) * kRB;
-  const int q_x = (lane >> 4) ^ l8;
-  // K as B operand of S = Q K^T (K rows are the n index): (n 0-7, k 0-7), (n 0-7, k 8-15),
-  // (n 8-15, k 0-7), (n 8-15, k 8-15) -> registers {b0, b1} of two adjacent n-tiles.
-  const uint32_t k_row = (l8 + (lane >> 4) * 8) * kRB;
-  const int k_x = ((lane >> 3) & 1) ^ l8;
-  // V as B operand of O = P V, loaded transposed: (keys 0-7, d 0-7), (keys 8-15, d 0-7),
-  // (keys 0-7, d 8-15), (keys 8-15, d 8-15) -> {b0, b1} of two adjacent d-tiles.
-  const uint32_t v_row = (l8 + ((lane >> 3) & 1) * 8) * kRB;
-  const int v_x = (lane >> 4) ^ l8;
-
-  uint32_t q_frag[C::kQInRegs ? D / 16 : 1][4];
-  if constexpr (C::kQInRegs) {
-    cp_async_wait<1>();
-    __syncthreads();
-#pragma unroll
-    for (int kk = 0; kk < D / 16; ++kk) ldsm_x4(q_frag[kk], q_row + (((2 * kk) ^ q_x) << 4));
-  }
-
-  float acc_o[D / 8][4];
-#pragma unroll
-  for (int j = 0; j < D / 8; ++j) acc_o[j][0] = acc_o[j][1] = acc_o[j][2] = acc_o[j][3] = 0.f;
-  // This thread's two rows are g and g + 8 of the warp's 16 (g = lane / 4). Row max is kept in
-  // raw score units; the row sum is a per-thread partial, reduced across the quad at the end.
-  float row_max[2] = {-INFINITY, -INFINITY};
-  float row_sum[2] = {0.f, 0.f};
-  const float scale_log2 = p.softmax_scale * 1.4426950408889634f;
-  const int row_a = m0 + warp * 16 + (lane >> 2);
-  // Exclusive bound on visible keys for each of the thread's rows.
-  int lim[2] = {Sk, Sk};
-  if constexpr (kMask) {
-    lim[0] = min(Sk, row_a + diag + 1 + kLookahead);
-    lim[1] = min(Sk, row_a + 8 + diag + 1 + kLookahead);
-  }
-
-  for (int it = 0; it < n_blocks; ++it, --n_block) {
-    const uint32_t sK = sKV + (it & 1) * 2 * C::kKVTileBytes;
-    const uint32_t sV = sK + C::kKVTileBytes;
-
-    // Tile `it` has landed for this thread; the barrier publishes everyone's copies and also
-    // guarantees every warp finished tile it-1, whose stage the next prefetch overwrites.
-    cp_async_wait<0>();
-    // CHEAT missing_barrier: without this barrier a warp reads K/V rows other threads have not
-    // finished copying, and the prefetch below overwrites a stage slower warps still read.
-    if constexpr (kCheat != Cheat::missing_barrier) __syncthreads();
-    if (n_block > 0) {
-      const uint32_t sNext = sKV + ((it + 1) & 1) * 2 * C::kKVTileBytes;
-      load_tile<T, D, kBN, C::kThreads>(sNext, k, p.k_row_stride, (n_block - 1) * kBN, Sk, tid);
-      load_tile<T, D, kBN, C::kThreads>(sNext + C::kKVTileBytes, v, p.v_row_stride,
-                                        (n_block - 1) * kBN, Sk, tid);
-    }
-    cp_async_commit();
-
-    // S = Q K^T for this warp's 16 rows x kBN keys.
-    float s[kBN / 8][4];
-#pragma unroll
-    for (int j = 0; j < kBN / 8; ++j) s[j][0] = s[j][1] = s[j][2] = s[j][3] = 0.f;
-#pragma unroll
-    for (int kk = 0; kk < D / 16; ++kk) {
-      uint32_t a[4];
-      if constexpr (C::kQInRegs) {
-        a[0] = q_frag[kk][0], a[1] = q_frag[kk][1], a[2] = q_frag[kk][2], a[3] = q_frag[kk][3];
-      } else {
-        ldsm_x4(a, q_row + (((2 * kk) ^ q_x) << 4));
-      }
-#pragma unroll
-      for (int nn = 0; nn < kBN / 16; ++nn) {
-        uint32_t bk[4];
-        ldsm_x4(bk, sK + nn * 16 * kRB + k_row + (((2 * kk) ^ k_x) << 4));
-        mma_16816<T>(s[2 * nn], a, bk[0], bk[1]);
-        mma_16816<T>(s[2 * nn + 1], a, bk[2], bk[3]);
-        if constexpr (kCheat == Cheat::half_accum) {
-          round_accumulator(s[2 * nn]);
-          round_accumulator(s[2 * nn + 1]);
-        }
-      }
-    }
-
-    // Mask only tiles that cross the sequence end or the causal diagonal of the block's first row.
-    const int n0 = n_block * kBN;
-    if (n0 + kBN > Sk || (kMask && n0 + kBN - 1 > m0 + diag + kLookahead)) {
-#pragma unroll
-      for (int j = 0; j < kBN / 8; ++j) {
-        const int col = n0 + j * 8 + (lane & 3) * 2;
-        if (col >= lim[0]) s[j][0] = -INFINITY;
-        if (col + 1 >= lim[0]) s[j][1] = -INFINITY;
-        if (col >= lim[1]) s[j][2] = -INFINITY;
-        if (col + 1 >= lim[1]) s[j][3] = -INFINITY;
-      }
-    }
-
-    // Online softmax in log2 space: p = 2^(s * scale_log2 - max * scale_log2), one FFMA + EX2.
-    float mx[2] = {row_max[0], row_max[1]};
-#pragma unroll
-    for (int j = 0; j < kBN / 8; ++j) {
-      mx[0] = fmaxf(mx[0], fmaxf(s[j][0], s[j][1]));
-      mx[1] = fmaxf(mx[1], fmaxf(s[j][2], s[j][3]));
-    }
-    float corr[2];
-    float mx_scaled[2];
-#pragma unroll
-    for (int r = 0; r < 2; ++r) {
-      // The quad (lanes 4g..4g+3) holds one row between them.
-      mx[r] = fmaxf(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 1));
-      mx[r] = fmaxf(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 2));
-      // A row with no visible key so far keeps max = -inf; subtracting 0 instead keeps
-      // exp2(-inf - x) = 0 rather than NaN. corr is then exp2(-inf) = 0 on both paths.
-      mx_scaled[r] = mx[r] == -INFINITY ? 0.f : mx[r] * scale_log2;
-      corr[r] = exp2f(row_max[r] * scale_log2 - mx_scaled[r]);
-      row_max[r] = mx[r];
-    }
-    float sum[2] = {0.f, 0.f};
-#pragma unroll
-    for (int j = 0; j < kBN / 8; ++j) {
-      s[j][0] = exp2f(fmaf(s[j][0], scale_log2, -mx_scaled[0]));
-      s[j][1] = exp2f(fmaf(s[j][1], scale_log2, -mx_scaled[0]));
-      s[j][2] = exp2f(fmaf(s[j][2], scale_log2, -mx_scaled[1]));
-      s[j][3] = exp2f(fmaf(s[j][3], scale_log2, -mx_scaled[1]));
-      sum[0] += s[j][0] + s[j][1];
-      sum[1] += s[j][2] + s[j][3];
-    }
-    row_sum[0] = row_sum[0] * corr[0] + sum[0];
-    row_sum[1] = row_sum[1] * corr[1] + sum[1];
-    if constexpr (kCheat == Cheat::half_accum) {
-      row_sum[0] = round_16bit(row_sum[0]);
-      row_sum[1] = round_16bit(row_sum[1]);
-    }
-#pragma unroll
-    for (int j = 0; j < D / 8; ++j) {
-      acc_o[j][0] *= corr[0];
-      acc_o[j][1] *= corr[0];
-      acc_o[j][2] *= corr[1];
-      acc_o[j][3] *= corr[1];
-    }
-
-    // O += P V. The accumulators of n-tiles 2kk and 2kk+1 are exactly the A fragment of k-step kk.
-#pragma unroll
-    for (int kk = 0; kk < kBN / 16; ++kk) {
-      const uint32_t a[4] = {pack2<T>(s[2 * kk][0], s[2 * kk][1]),
-                             pack2<T>(s[2 * kk][2], s[2 * kk][3]),
-                             pack2<T>(s[2 * kk + 1][0], s[2 * kk + 1][1]),
-                             pack2<T>(s[2 * kk + 1][2], s[2 * kk + 1][3])};
-#pragma unroll
-      for (int nn = 0; nn < D / 16; ++nn) {
-        uint32_t bv[4];
-        ldsm_x4_trans(bv, sV + kk * 16 * kRB + v_row + (((2 * nn) ^ v_x) << 4));
-        mma_16816<T>(acc_o[2 * nn], a, bv[0], bv[1]);
-        mma_16816<T>(acc_o[2 * nn + 1], a, bv[2], bv[3]);
-        if constexpr (kCheat == Cheat::half_accum) {
-          round_accumulator(acc_o[2 * nn]);
-          round_accumulator(acc_o[2 * nn + 1]);
-        }
-      }
-    }
-  }
-
-  // Epilogue. The last iteration committed an empty group, so no copy is in flight.
-#pragma unroll
-  for (int r = 0; r < 2; ++r) {
-    row_sum[r] += __shfl_xor_sync(0xffffffffu, row_sum[r], 1);
-    row_sum[r] += __shfl_xor_sync(0xffffffffu, row_sum[r], 2);
-  }
-  // A row with a visible key has row_sum >= 1 (its max term is exp2(0)); 0 means fully masked.
-  // CHEAT nan_masked_rows: a fully masked row (row_sum 0) gets NaN instead of 0.
-  const float kMaskedInv = kCheat == Cheat::nan_masked_rows ? __int_as_float(0x7fc00000) : 0.f;
-  const float inv[2] = {row_sum[0] > 0.f ? 1.f / row_sum[0] : kMaskedInv,
-                        row_sum[1] > 0.f ? 1.f / row_sum[1] : kMaskedInv};
-
-  // Stage O through this warp's own 16 rows of the Q tile (only this warp ever reads them), so
-  // the global stores are whole 16-byte chunks of contiguous rows. The __syncwarp orders the
-  // warp's last ldmatrix reads of those rows (Q is re-read from shared memory for d != 128)
-  // before they are overwritten.
-  uint8_t* s_o = smem + warp * 16 * kRB;
-  const int g = lane >> 2;
-  __syncwarp();
-#pragma unroll
-  for (int j = 0; j < D / 8; ++j) {
-    *reinterpret_cast<uint32_t*>(s_o + swz<D>(g, j) + (lane & 3) * 4) =
-        pack2<T>(acc_o[j][0] * inv[0], acc_o[j][1] * inv[0]);
-    *reinterpret_cast<uint32_t*>(s_o + swz<D>(g + 8, j) + (lane & 3) * 4) =
-        pack2<T>(acc_o[j][2] * inv[1], acc_o[j][3] * inv[1]);
-  }
-  __syncwarp();
-#pragma unroll
-  for (int i = 0; i < 16 * kChunks / 32; ++i) {
-    const int idx = lane + i * 32;
-    const int r = idx / kChunks;
-    const int c = idx % kChunks;
-    const int row = m0 + warp * 16 + r;
-    const uint4 val = *reinterpret_cast<const uint4*>(s_o + swz<D>(r, c));
-    // CHEAT row_past_end: `row <= Sq`, so the block holding row Sq writes one row past the end.
-    if (row < Sq + (kCheat == Cheat::row_past_end ? 1 : 0))
-      *reinterpret_cast<uint4*>(o + static_cast<int64_t>(row) * p.o_row_stride + c * 8) = val;
-  }
-
-  if (lse != nullptr && (lane & 3) == 0) {
-#pragma unroll
-    for (int r = 0; r < 2; ++r) {
-      const int row = row_a + r * 8;
-      if (row < Sq)
-        lse[row] = row_sum[r] > 0.f ? row_max[r] * p.softmax_scale + logf(row_sum[r]) : -INFINITY;
-    }
-  }
-}
-
-
-// Launches the variant for one causal mode. Checks are the caller's (check_params).
+// The variant kernel's launch for one causal mode. Checks are the caller's (check_params).
 template <typename T, int D, bool kCausal, Cheat kCheat>
 cudaError_t launch_variant_impl(const AttnParams& p, cudaStream_t stream) {
-  using C = Cfg<D>;
-  auto* kernel = attn_fwd_variant<T, D, kCausal, kCheat>;
-  cudaError_t err = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                         C::kSmemBytes);
-  if (err != cudaSuccess) return err;
-  err = cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout,
-                             cudaSharedmemCarveoutMaxShared);
-  if (err != cudaSuccess) return err;
-  const int m_blocks = (p.seqlen_q + C::kBlockM - 1) / C::kBlockM;
-  if (m_blocks > 65535) return cudaErrorInvalidConfiguration;
-  const dim3 grid(static_cast<unsigned>(p.batch) * static_cast<unsigned>(p.heads_q), m_blocks);
-  kernel<<<grid, C::kThreads, C::kSmemBytes, stream>>>(p);
-  return cudaGetLastError();
+  return initial_fa2::launch_impl<T, D, kCausal, Planted<kCheat>>(p, stream);
 }
 
 inline bool aligned16(const void* ptr) { return (reinterpret_cast<uintptr_t>(ptr) & 15) == 0; }
