@@ -33,12 +33,15 @@ std::string fx(double v) { return fmt::format("{:.3f}x", v); }
 
 // How far the candidate's wall time agrees with its kernel time, as predicted / measured wall time
 // (geomean over the scenarios), where the prediction is the candidate's kernel time plus the
-// baseline's own wall-minus-kernel time per call. Each call's wall time carries a fixed cost (the
-// worker's round trip, about 1.5 ms in the gate), so an honest kernel twice as fast has a wall-clock
-// speedup far below its kernel-time speedup; comparing the two speedups raised this signal on every
-// honest fast kernel. What stays suspicious is wall time the kernel time does not account for
-// (below 1: work outside the traced kernels, or a kernel time that is too short) or the reverse.
-// Without per-scenario times: the ratio of the two geomean speedups, as before.
+// baseline's own wall-minus-kernel time per call. Each call's wall time carries a fixed cost beyond
+// its kernels (about 1.45 ms of wall minus kernel time per gate call on the H200: the worker's
+// round trip, the judge's checks), so an honest kernel twice as fast has a wall-clock speedup far
+// below its kernel-time speedup; comparing the two speedups raised this signal on every honest fast
+// kernel. What stays suspicious is wall time the kernel time does not account for (below 1: work
+// outside the traced kernels, or a kernel time that is too short) or the reverse. A geomean, since
+// honest per-scenario excesses spread by +-0.1 ms: advisory, it catches a suite-wide gap; one
+// scenario's is bounded by the gate's own rules (CLOCK_DISAGREE, WALL_KERNEL_MISMATCH). Without
+// per-scenario times: the ratio of the two geomean speedups, as before.
 std::optional<double> wall_agreement(const Record& r) {
   double log_sum = 0;
   int n = 0;

@@ -422,6 +422,16 @@ TEST_F(ReportCmd, MissingResultIsExplainedByItsTestsStartRecord) {
   crash = reason(report_json(), "TEST_CRASHED");
   EXPECT_EQ(crash["scenarios"], json::array({"gate_b", "gate_c"}));
   EXPECT_NE(crash["detail"].get<std::string>().find("did not run in this gate run"), std::string::npos) << crash;
+
+  // A batch whose workers did not start says so in a record that owes nothing yet.
+  verify::write_failed_start_record(verify::start_record_file(records(), "verify.batch.gate.1of2"),
+                                    "worker attngate_worker_candidate: hello failed: it exited with status 134");
+  EXPECT_EQ(report().exit_code, 1);
+  crash = reason(report_json(), "TEST_CRASHED");
+  EXPECT_NE(crash["detail"].get<std::string>().find("verify.batch.gate.1of2 failed as it started: worker "
+                                                    "attngate_worker_candidate: hello failed"),
+            std::string::npos)
+      << crash;
 }
 
 TEST_F(ReportCmd, MissingPerformanceIsExplainedByItsStartRecord) {

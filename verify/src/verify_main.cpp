@@ -789,6 +789,21 @@ TEST(selfcheck, host_inputs_match_device) {
   }
 }
 
+// A gate batch whose workers did not start (a candidate that dies in a static initializer or fails
+// its hello) has not parsed its options yet: its start record, if one was asked for, says why.
+void record_failed_start(int argc, char** argv, const std::string& why) {
+  const std::string flag = "--start-record=";
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a.rfind(flag, 0) != 0) continue;
+    try {
+      verify::write_failed_start_record(a.substr(flag.size()), why);
+    } catch (const std::exception& e) {
+      std::cerr << "attngate_verify: " << e.what() << "\n";
+    }
+  }
+}
+
 int main(int argc, char** argv) {
   const std::string ctest_gpu = verify::pin_to_ctest_gpu();
   if (!attngate::plugin::load_plugins(argc, argv)) return 2;
@@ -796,6 +811,7 @@ int main(int argc, char** argv) {
     attngate::verify::remote::load_workers(argc, argv);  // --worker=PATH: kernels in their own process
   } catch (const std::exception& e) {
     std::cerr << "attngate_verify: " << e.what() << "\n";
+    record_failed_start(argc, argv, e.what());
     return 2;
   }
   testing::InitGoogleTest(&argc, argv);

@@ -92,9 +92,14 @@ std::optional<int64_t> StartRecords::started_ms(const std::string& test) const {
 std::pair<std::string, std::string> StartRecords::missing(const std::string& file, const std::string& what,
                                                           double timeout_s, std::optional<int64_t> ended_by_ms) const {
   const verify::StartRecord* r = owing(file);
-  if (!r)
+  if (!r) {
+    std::string failures;  // tests that stopped before they could say what they owe
+    for (const auto& f : records_)
+      if (f.failed) failures += "; " + f.test + " failed as it started: " + f.failed->substr(0, 300);
+    if (!failures.empty()) return {"TEST_CRASHED", what + ": not written" + failures + notes_};
     return {"TEST_CRASHED", what + ": the test that writes it did not run in this gate run (no start record in " +
                                 dir_.string() + " owes it)" + notes_};
+  }
   const std::string started = r->test + " started at " + iso8601_utc(std::time_t(r->started_unix_ms / 1000));
   if (r->skipped) return {"TEST_CRASHED", what + ": " + started + " and skipped: " + r->skipped->substr(0, 300)};
   // The test ended before any test that waited for it started, and before this report.

@@ -29,8 +29,11 @@ struct StartRecord {
   int64_t started_unix_ms = 0;       // when, by the system clock (ms since 1970)
   std::vector<std::string> writes;   // the files it owes the gate, by name (verify.<k>.<s>.json, performance.json)
   std::optional<std::string> skipped;  // why it skipped instead (no usable GPU); null: it did not skip
+  // Why it stopped before it could list what it owes (its workers did not start); null: it did not.
+  std::optional<std::string> failed;
 };
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(StartRecord, schema, test, pid, started_unix_ms, writes, skipped)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(StartRecord, schema, test, pid, started_unix_ms, writes, skipped,
+                                                failed)
 
 inline int64_t unix_ms_now() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
@@ -63,6 +66,14 @@ inline void write_start_record(const std::filesystem::path& file, const StartRec
   std::filesystem::create_directories(file.parent_path(), ec);
   if (ec) throw std::runtime_error("cannot create " + file.parent_path().string() + ": " + ec.message());
   write_file_atomically(file, nlohmann::json(r).dump(1) + "\n");
+}
+
+// The record of a test that failed before it knew what it owes (a verify batch whose workers did not
+// start), so that the gate's report names the cause instead of "did not run".
+inline void write_failed_start_record(const std::filesystem::path& file, const std::string& why) {
+  StartRecord r = start_record_now(file, {});
+  r.failed = why;
+  write_start_record(file, r);
 }
 
 // What a test does with its record: writes it when it starts and again when it skips; nothing when

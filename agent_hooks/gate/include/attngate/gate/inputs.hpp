@@ -52,7 +52,7 @@ class StartRecords {
   // The fresh records in in.start_records_dir; an unreadable one is kept as a note.
   StartRecords(const ReportInputs& in, const Freshness& freshness);
   // Why `file` (a name in its folder) is missing, as {code, detail}: no record owes it, the test did
-  // not run (TEST_CRASHED); from its start to `ended_by_ms` (the start of a test that waited for it;
+  // not run, or a test failed as it started and says why (TEST_CRASHED); from its start to `ended_by_ms` (the start of a test that waited for it;
   // none: now) at least 0.99 x timeout_s, TEST_TIMEOUT; it skipped (no GPU), or it ended without
   // writing it, TEST_CRASHED.
   std::pair<std::string, std::string> missing(const std::string& file, const std::string& what, double timeout_s,
