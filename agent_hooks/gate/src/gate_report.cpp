@@ -161,8 +161,9 @@ GateCheckPlan gate_check_plan(const fs::path& scenarios_dir) {
   return plan;
 }
 
-// Removes the kernel's verify results for the suite, the performance JSON and the report, then
-// writes the marker (in that order, so nothing left behind is newer than it).
+// Removes the kernel's verify results for the suite, the performance JSON, the report and the gate
+// tests' start records, then writes the marker (in that order, so nothing left behind is newer than
+// it; removing the records too keeps a previous run's out on a file system with coarse times).
 void prepare_gate(const ReportInputs& in) {
   const auto suites = load_suites(in.scenarios_dir);
   const Suite& suite = find_suite(suites, in.suite, in.scenarios_dir);
@@ -171,6 +172,7 @@ void prepare_gate(const ReportInputs& in) {
   for (const Suite* checked : correctness_suites(suites, suite, in.scenarios_dir))
     for (const auto& s : checked->scenarios) fs::remove(result_file(in, kernel, s.id), ec);
   for (const fs::path& f : {in.perf, in.out_dir / "report.json", in.out_dir / "report.md"}) fs::remove(f, ec);
+  if (!in.start_records_dir.empty()) fs::remove_all(in.start_records_dir, ec);
   fs::create_directories(in.out_dir, ec);
   fs::create_directories(in.started_after.parent_path(), ec);
   std::ofstream marker(in.started_after, std::ios::trunc);
