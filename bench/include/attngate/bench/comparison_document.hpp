@@ -29,10 +29,38 @@ using Figure = std::optional<double>;  // a measured number; nullopt when it cou
 
 inline Figure figure(double v) { return std::isfinite(v) ? Figure(v) : std::nullopt; }
 
+// Every figure of KernelTiming, once: X(name) for each; the member and its JSON key (the benchmark
+// counter's name) are both made from this list, so neither can be missing.
+#define ATTNGATE_TIMING_FIGURES(X) \
+  /* The judge's clock: untraced event time of a call and its spread. */ \
+  X(event_ms) X(min_ms) X(cv) X(rel_noise) X(samples) \
+  /* A kernel in a worker: the judge's events with the round trip, the worker's own, the judge's */ \
+  /* work before its clock, the hold kernel's longest gap; the round trip subtracted, its spread. */ \
+  X(judge_ms) X(worker_event_ms) X(pre_ms) X(hold_gap_max_us) X(handoff_us) X(reference_handoff_us) \
+  X(solo_handoff_us) X(lowest_handoff_us) X(round_trip_correction_us) X(judge_resolution_us) \
+  X(judge_resolution_pct) \
+  /* Host time, CUPTI kernel time and what the traced calls launched. */ \
+  X(wall_ms) X(wall_over_event) X(kernel_ms) X(span_ms) X(kernels_per_call) X(streams) X(event_over_kernel) \
+  X(wall_over_kernel) X(foreign_stream_kernels) X(kernel_count_changes) X(memcpy_per_call) X(memset_per_call) \
+  /* The traced calls and what tracing cost. */ \
+  X(traced_samples) X(traced_event_ms) X(traced_wall_ms) X(tracing_overhead_us) X(host_tracing_overhead_us) \
+  X(cupti_minus_event_us) X(cupti_minus_traced_event_us) \
+  /* Throughput and the SM clock. */ \
+  X(tflops) X(pct_peak) X(cycles) X(kernel_cycles) X(sm_clock_mhz) X(sm_clock_before_mhz) X(sm_clock_after_mhz) \
+  X(sm_clock_min_mhz) X(sm_clock_max_mhz) X(clock_dropped) X(clock_below_max) X(clock_event_reasons) X(nvml) \
+  /* The measurement's bookkeeping. */ \
+  X(held_timeouts) X(unattributed_records) X(marker_attributed_records) X(dropped_records) X(input_sets) \
+  X(stop_reason) X(noise_target_met) X(loop_s) X(setup_s) \
+  /* Isolation (kernels/worker) and the judge's checks of the timed calls. */ \
+  X(isolated) X(fresh_calls) X(fresh_event_ms) X(fresh_wall_ms) X(checked_calls) X(inventory_kernels) \
+  X(foreign_kernels) \
+  /* The base timed alone before any other worker started (--baseline-alone-s); null otherwise. */ \
+  X(alone_event_ms) X(alone_rel_noise)
+
 // One kernel's figures on one scenario: every field of bench/README.md's JSON fields table (the
 // benchmark's counters, report.cpp) as a named member, written flat beside the kernel's names and
-// hashes, under the counter's own name. null (std::nullopt): not measured. A new counter needs a
-// member here and a row in timing_figures(); unit.bench.Compare.* fails until it has both.
+// hashes, under the counter's own name. null (std::nullopt): not measured. A new counter needs its
+// name in ATTNGATE_TIMING_FIGURES; unit.bench.Compare.* fails until it has it.
 struct KernelTiming {
   std::string name;
   std::string process;  // "worker" or "in-process"; anything else counts as not isolated
@@ -46,32 +74,14 @@ struct KernelTiming {
   std::vector<std::string> forbidden_symbols;
   std::string kernel_tree_sha256, kernel_tree_dir;
 
-  // The judge's clock: untraced event time of a call and its spread.
-  Figure event_ms, min_ms, cv, rel_noise, samples;
-  // A kernel in a worker: the judge's events with the round trip, the worker's own, the judge's work
-  // before its clock, the hold kernel's longest gap; the round trip subtracted and its spread.
-  Figure judge_ms, worker_event_ms, pre_ms, hold_gap_max_us, handoff_us, reference_handoff_us, solo_handoff_us,
-      lowest_handoff_us, round_trip_correction_us, judge_resolution_us, judge_resolution_pct;
-  // Host time, CUPTI kernel time and what the traced calls launched.
-  Figure wall_ms, wall_over_event, kernel_ms, span_ms, kernels_per_call, streams, event_over_kernel,
-      wall_over_kernel, foreign_stream_kernels, kernel_count_changes, memcpy_per_call, memset_per_call;
-  // The traced calls and what tracing cost.
-  Figure traced_samples, traced_event_ms, traced_wall_ms, tracing_overhead_us, host_tracing_overhead_us,
-      cupti_minus_event_us, cupti_minus_traced_event_us;
-  // Throughput and the SM clock.
-  Figure tflops, pct_peak, cycles, kernel_cycles, sm_clock_mhz, sm_clock_before_mhz, sm_clock_after_mhz,
-      sm_clock_min_mhz, sm_clock_max_mhz, clock_dropped, clock_below_max, clock_event_reasons, nvml;
-  // The measurement's bookkeeping.
-  Figure held_timeouts, unattributed_records, marker_attributed_records, dropped_records, input_sets, stop_reason,
-      noise_target_met, loop_s, setup_s;
-  // Isolation (kernels/worker) and the judge's checks of the timed calls.
-  Figure isolated, fresh_calls, fresh_event_ms, fresh_wall_ms, checked_calls, inventory_kernels, foreign_kernels;
-  // The base timed alone before any other worker started (--baseline-alone-s); null otherwise.
-  Figure alone_event_ms, alone_rel_noise;
+  // The figures (ATTNGATE_TIMING_FIGURES above says what each group is).
+#define ATTNGATE_TIMING_MEMBER(n) Figure n;
+  ATTNGATE_TIMING_FIGURES(ATTNGATE_TIMING_MEMBER)
+#undef ATTNGATE_TIMING_MEMBER
 };
 
-// Each figure's JSON key and member: the one list to_json and from_json walk, and the writer
-// (compare.cpp) fills the members from. Keys are the benchmark counters' names.
+// Each figure's JSON key and member, made from ATTNGATE_TIMING_FIGURES: the one list to_json and
+// from_json walk, and the writer (compare.cpp) fills the members from.
 struct TimingFigure {
   const char* key;
   Figure KernelTiming::*member;
@@ -79,34 +89,9 @@ struct TimingFigure {
 inline const std::vector<TimingFigure>& timing_figures() {
   using T = KernelTiming;
   static const std::vector<TimingFigure> figures = {
-      {"event_ms", &T::event_ms}, {"min_ms", &T::min_ms}, {"cv", &T::cv}, {"rel_noise", &T::rel_noise},
-      {"samples", &T::samples}, {"judge_ms", &T::judge_ms}, {"worker_event_ms", &T::worker_event_ms},
-      {"pre_ms", &T::pre_ms}, {"hold_gap_max_us", &T::hold_gap_max_us}, {"handoff_us", &T::handoff_us},
-      {"reference_handoff_us", &T::reference_handoff_us}, {"solo_handoff_us", &T::solo_handoff_us},
-      {"lowest_handoff_us", &T::lowest_handoff_us}, {"round_trip_correction_us", &T::round_trip_correction_us},
-      {"judge_resolution_us", &T::judge_resolution_us}, {"judge_resolution_pct", &T::judge_resolution_pct},
-      {"wall_ms", &T::wall_ms}, {"wall_over_event", &T::wall_over_event}, {"kernel_ms", &T::kernel_ms},
-      {"span_ms", &T::span_ms}, {"kernels_per_call", &T::kernels_per_call}, {"streams", &T::streams},
-      {"event_over_kernel", &T::event_over_kernel}, {"wall_over_kernel", &T::wall_over_kernel},
-      {"foreign_stream_kernels", &T::foreign_stream_kernels}, {"kernel_count_changes", &T::kernel_count_changes},
-      {"memcpy_per_call", &T::memcpy_per_call}, {"memset_per_call", &T::memset_per_call},
-      {"traced_samples", &T::traced_samples}, {"traced_event_ms", &T::traced_event_ms},
-      {"traced_wall_ms", &T::traced_wall_ms}, {"tracing_overhead_us", &T::tracing_overhead_us},
-      {"host_tracing_overhead_us", &T::host_tracing_overhead_us}, {"cupti_minus_event_us", &T::cupti_minus_event_us},
-      {"cupti_minus_traced_event_us", &T::cupti_minus_traced_event_us}, {"tflops", &T::tflops},
-      {"pct_peak", &T::pct_peak}, {"cycles", &T::cycles}, {"kernel_cycles", &T::kernel_cycles},
-      {"sm_clock_mhz", &T::sm_clock_mhz}, {"sm_clock_before_mhz", &T::sm_clock_before_mhz},
-      {"sm_clock_after_mhz", &T::sm_clock_after_mhz}, {"sm_clock_min_mhz", &T::sm_clock_min_mhz},
-      {"sm_clock_max_mhz", &T::sm_clock_max_mhz}, {"clock_dropped", &T::clock_dropped},
-      {"clock_below_max", &T::clock_below_max}, {"clock_event_reasons", &T::clock_event_reasons}, {"nvml", &T::nvml},
-      {"held_timeouts", &T::held_timeouts}, {"unattributed_records", &T::unattributed_records},
-      {"marker_attributed_records", &T::marker_attributed_records}, {"dropped_records", &T::dropped_records},
-      {"input_sets", &T::input_sets}, {"stop_reason", &T::stop_reason}, {"noise_target_met", &T::noise_target_met},
-      {"loop_s", &T::loop_s}, {"setup_s", &T::setup_s}, {"isolated", &T::isolated}, {"fresh_calls", &T::fresh_calls},
-      {"fresh_event_ms", &T::fresh_event_ms}, {"fresh_wall_ms", &T::fresh_wall_ms},
-      {"checked_calls", &T::checked_calls}, {"inventory_kernels", &T::inventory_kernels},
-      {"foreign_kernels", &T::foreign_kernels}, {"alone_event_ms", &T::alone_event_ms},
-      {"alone_rel_noise", &T::alone_rel_noise},
+#define ATTNGATE_TIMING_ROW(n) {#n, &T::n},
+      ATTNGATE_TIMING_FIGURES(ATTNGATE_TIMING_ROW)
+#undef ATTNGATE_TIMING_ROW
   };
   return figures;
 }
