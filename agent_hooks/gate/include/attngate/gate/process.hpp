@@ -1,5 +1,6 @@
 #pragma once
-// Runs a program (no shell, so arguments need no quoting) and waits for it.
+// Runs a program (no shell, so arguments need no quoting) and waits for it, through verify's
+// child-process layer (attngate/verify/process.hpp), which the judge and the adversarial driver share.
 #include <filesystem>
 #include <string>
 #include <utility>
