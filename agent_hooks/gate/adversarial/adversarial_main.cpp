@@ -15,11 +15,6 @@
 //       (CPU: the catalogue names every registered cheat_*/control_* kernel, each entry is well formed and
 //        uses scenarios the kernel supports, and CMake registered one test per entry)
 //   --no-device-check runs without a GPU; only the driver's own test uses it, with fake tools.
-#include <fcntl.h>
-#include <signal.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
 #include <cuda_runtime_api.h>
 #include <yaml-cpp/yaml.h>
 
@@ -38,13 +33,13 @@
 #include <set>
 #include <sstream>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "attngate/bench/comparison_document.hpp"
 #include "attngate/registry.hpp"
 #include "attngate/scenario.hpp"
 #include "attngate/verify/gpu_pinning.hpp"
+#include "attngate/verify/process.hpp"
 #include "attngate/worker/libraries.hpp"
 
 namespace {
@@ -170,48 +165,26 @@ std::string read_file(const fs::path& p) {
 }
 
 // Runs argv in its own process group with stdout and stderr in `log`; kills the whole group after
-// timeout_s seconds.
+// timeout_s seconds (attngate/verify/process.hpp).
 Child run_child(const std::vector<std::string>& argv, const fs::path& log, int timeout_s) {
+  namespace proc = attngate::verify::process;
   std::cout << "$";
   for (const auto& a : argv) std::cout << " " << a;
   std::cout << "\n  (output: " << log.string() << ", timeout " << timeout_s << " s)" << std::endl;
   const auto t0 = std::chrono::steady_clock::now();
-  const pid_t pid = fork();
-  if (pid < 0) throw std::runtime_error(std::string("fork failed: ") + std::strerror(errno));
-  if (pid == 0) {
-    setpgid(0, 0);
-    const int fd = open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    if (fd >= 0) {
-      dup2(fd, 1);
-      dup2(fd, 2);
-      close(fd);
-    }
-    std::vector<char*> args;
-    for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-    args.push_back(nullptr);
-    execv(args[0], args.data());
-    std::fprintf(stderr, "attngate_adversarial: cannot run %s: %s\n", args[0], std::strerror(errno));
-    _exit(127);
+  proc::Exit e;
+  {
+    const proc::Fd out = proc::open_output(log, false);
+    proc::SpawnOptions options;
+    options.out = options.err = proc::Stream::to(out.get());
+    options.own_group = true;
+    e = proc::run(argv, options, timeout_s);
   }
-  setpgid(pid, pid);  // also done by the child; whichever runs first
   Child c;
-  int status = 0;
-  for (;;) {
-    const pid_t r = waitpid(pid, &status, WNOHANG);
-    if (r == pid) break;
-    if (r < 0 && errno != EINTR) throw std::runtime_error(std::string("waitpid failed: ") + std::strerror(errno));
-    const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    if (!c.timed_out && elapsed > timeout_s) {
-      c.timed_out = true;
-      kill(-pid, SIGKILL);
-      kill(pid, SIGKILL);
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
   c.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  if (WIFEXITED(status)) c.exit_code = WEXITSTATUS(status);
-  if (WIFSIGNALED(status)) c.signal = WTERMSIG(status);
-  if (c.timed_out) c.signal = 0;
+  c.timed_out = e.timed_out;
+  c.signal = e.timed_out ? 0 : e.signal;  // the timeout's SIGKILL is ours, not the child's doing
+  c.exit_code = e.signal ? -1 : e.code;
   c.output = read_file(log);
   std::cout << "  -> " << c.status() << " after " << int(c.seconds + 0.5) << " s" << std::endl;
   return c;
