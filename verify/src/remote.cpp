@@ -3,7 +3,6 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
-#include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -23,10 +22,9 @@
 
 #include "attngate/cuda_check.hpp"
 #include "attngate/kernel_status.hpp"
+#include "attngate/verify/process.hpp"
 #include "attngate/worker/sandbox.hpp"
 #include "attngate/worker/symbols.hpp"
-
-extern char** environ;
 
 namespace attngate::verify::remote {
 namespace {
@@ -120,21 +118,21 @@ class WorkerProcess {
     int req[2], rep[2];
     if (::pipe2(req, O_CLOEXEC) != 0 || ::pipe2(rep, O_CLOEXEC) != 0)
       throw std::runtime_error(std::string("pipe: ") + std::strerror(errno));
-    posix_spawn_file_actions_t fa;
-    posix_spawn_file_actions_init(&fa);
-    posix_spawn_file_actions_adddup2(&fa, req[0], worker::kRequestFd);
-    posix_spawn_file_actions_adddup2(&fa, rep[1], worker::kReplyFd);
-    std::vector<char*> argv;
-    for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
-    argv.push_back(nullptr);
-    pid_t pid = 0;
-    const int rc = ::posix_spawn(&pid, argv[0], &fa, nullptr, argv.data(), environ);
-    posix_spawn_file_actions_destroy(&fa);
+    // The worker's ends on the protocol's descriptors; the judge keeps the other two.
+    process::SpawnOptions options;
+    options.fds = {{req[0], worker::kRequestFd}, {rep[1], worker::kReplyFd}};
+    pid_t pid = -1;
+    std::string why;
+    try {
+      pid = process::spawn(args, options);
+    } catch (const std::exception& e) {
+      why = e.what();
+    }
     ::close(req[0]);
     ::close(rep[1]);
     to_ = req[1];
     from_ = rep[0];
-    if (rc != 0) throw std::runtime_error("cannot start worker " + path_ + ": " + std::strerror(rc));
+    if (pid < 0) throw std::runtime_error("cannot start worker " + path_ + ": " + why);
     pid_ = pid;
   }
 
