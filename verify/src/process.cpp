@@ -43,21 +43,18 @@ void check_rc(int rc, const char* file, int line, const std::string& call) {
 #define ATTNGATE_PROC_CHECK(expr) check((expr), __FILE__, __LINE__, #expr)
 #define ATTNGATE_PROC_CHECK_RC(expr) check_rc((expr), __FILE__, __LINE__, #expr)
 
-struct FileActions {
-  posix_spawn_file_actions_t fa;
-  FileActions() { ATTNGATE_PROC_CHECK_RC(posix_spawn_file_actions_init(&fa)); }
-  ~FileActions() { posix_spawn_file_actions_destroy(&fa); }
-  FileActions(const FileActions&) = delete;
-  FileActions& operator=(const FileActions&) = delete;
+// A posix_spawn object (file actions, attributes) between its init and destroy calls.
+template <typename T, int (*Init)(T*), int (*Destroy)(T*)>
+struct SpawnObject {
+  T value;
+  explicit SpawnObject(const char* init) { check_rc(Init(&value), __FILE__, __LINE__, init); }
+  ~SpawnObject() { Destroy(&value); }
+  SpawnObject(const SpawnObject&) = delete;
+  SpawnObject& operator=(const SpawnObject&) = delete;
 };
-
-struct Attributes {
-  posix_spawnattr_t attr;
-  Attributes() { ATTNGATE_PROC_CHECK_RC(posix_spawnattr_init(&attr)); }
-  ~Attributes() { posix_spawnattr_destroy(&attr); }
-  Attributes(const Attributes&) = delete;
-  Attributes& operator=(const Attributes&) = delete;
-};
+using FileActions =
+    SpawnObject<posix_spawn_file_actions_t, posix_spawn_file_actions_init, posix_spawn_file_actions_destroy>;
+using Attributes = SpawnObject<posix_spawnattr_t, posix_spawnattr_init, posix_spawnattr_destroy>;
 
 void redirect(posix_spawn_file_actions_t* fa, const Stream& s, int target) {
   // /dev/null is opened in the child, by absolute path, so the cwd change does not matter.
@@ -158,29 +155,31 @@ Fd open_output(const std::filesystem::path& file, bool append) {
 
 pid_t spawn(const std::vector<std::string>& argv, const SpawnOptions& options) {
   if (argv.empty()) throw std::invalid_argument("process::spawn: empty command");
-  FileActions fa;
+  FileActions fa("posix_spawn_file_actions_init");
   // Streams first, then the extra descriptors, then the cwd: each action sees the ones before it.
-  redirect(&fa.fa, options.in, STDIN_FILENO);
-  redirect(&fa.fa, options.out, STDOUT_FILENO);
-  redirect(&fa.fa, options.err, STDERR_FILENO);
-  for (const auto& [ours, theirs] : options.fds) ATTNGATE_PROC_CHECK_RC(posix_spawn_file_actions_adddup2(&fa.fa, ours, theirs));
+  redirect(&fa.value, options.in, STDIN_FILENO);
+  redirect(&fa.value, options.out, STDOUT_FILENO);
+  redirect(&fa.value, options.err, STDERR_FILENO);
+  for (const auto& [ours, theirs] : options.fds)
+    ATTNGATE_PROC_CHECK_RC(posix_spawn_file_actions_adddup2(&fa.value, ours, theirs));
   const std::string cwd = options.cwd.string();
-  if (!cwd.empty()) ATTNGATE_PROC_CHECK_RC(posix_spawn_file_actions_addchdir_np(&fa.fa, cwd.c_str()));
+  if (!cwd.empty()) ATTNGATE_PROC_CHECK_RC(posix_spawn_file_actions_addchdir_np(&fa.value, cwd.c_str()));
 
-  Attributes attr;
+  Attributes attr("posix_spawnattr_init");
   if (options.own_group) {
     // Set before exec, in the child: no window in which a timeout could miss a grandchild.
-    ATTNGATE_PROC_CHECK_RC(posix_spawnattr_setflags(&attr.attr, POSIX_SPAWN_SETPGROUP));
-    ATTNGATE_PROC_CHECK_RC(posix_spawnattr_setpgroup(&attr.attr, 0));
+    ATTNGATE_PROC_CHECK_RC(posix_spawnattr_setflags(&attr.value, POSIX_SPAWN_SETPGROUP));
+    ATTNGATE_PROC_CHECK_RC(posix_spawnattr_setpgroup(&attr.value, 0));
   }
   std::vector<std::string> args = argv;
-  std::vector<std::string> env_strings = options.env.empty() ? std::vector<std::string>{} : merged_environment(options.env);
+  std::vector<std::string> env_strings;
+  if (!options.env.empty()) env_strings = merged_environment(options.env);
   std::vector<char*> cargv = pointers(args);
   std::vector<char*> cenv = pointers(env_strings);
   char* const* envp = options.env.empty() ? environ : cenv.data();
   pid_t pid = -1;
   const auto start = options.search_path ? ::posix_spawnp : ::posix_spawn;
-  const int rc = start(&pid, cargv[0], &fa.fa, &attr.attr, cargv.data(), envp);
+  const int rc = start(&pid, cargv[0], &fa.value, &attr.value, cargv.data(), envp);
   if (rc != 0)
     throw CannotStart(std::string(short_file(__FILE__)) + ":" + std::to_string(__LINE__) + ": posix_spawn [" +
                           argv[0] + (cwd.empty() ? "" : " in " + cwd) + "]: " + std::strerror(rc),

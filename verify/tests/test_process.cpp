@@ -173,7 +173,8 @@ TEST_F(Process, TimeoutKillsTheWholeGroup) {
   const pid_t grandchild = std::atoi(slurp(pidfile).c_str());
   ASSERT_GT(grandchild, 0);
   bool gone = false;
-  for (int i = 0; i < 200 && !(gone = dead(grandchild)); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  for (int i = 0; i < 200 && !(gone = dead(grandchild)); ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
   EXPECT_TRUE(gone) << "the background sleep outlived the timeout";
 }
 
