@@ -9,6 +9,7 @@
 #include <limits.h>
 #include <signal.h>
 #include <sys/ptrace.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 #include <unistd.h>
 
@@ -189,6 +190,43 @@ void probe_gate_plan() {
   }
 }
 
+// Writes a start record into the gate's results (<build>/verify/results/started/, where the gate's
+// verify batches and gate.performance say that they started and what they owe): who could write
+// one could make the report blame a crash on "did not run" or a timeout, or owe a file to a test
+// that never writes it. Creating a folder on the way counts as an escape; so does finding no
+// <build>/verify, so that a moved folder fails this entry instead of passing it for want of a
+// target. Anything it manages to create it removes again.
+void probe_start_record() {
+  if (!in_worker()) return;
+  std::string build = self_exe();
+  for (int up = 0; up < 3 && build.rfind('/') != std::string::npos; ++up) build.erase(build.rfind('/'));
+  const std::string verify = build + "/verify", results = verify + "/results", started = results + "/started";
+  if (::access(verify.c_str(), F_OK) != 0) {
+    escaped("found no " + verify + " (the probe has no target: fix it)");
+    return;
+  }
+  for (const std::string& dir : {results, started}) {
+    if (::mkdir(dir.c_str(), 0755) == 0) {
+      escaped("created " + dir);
+      ::rmdir(dir.c_str());
+      return;
+    }
+    if (errno != EEXIST) return;  // refused (EACCES under Landlock): nothing escaped
+  }
+  const std::string record = started + "/gate.performance.json";
+  const int f = ::open(record.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  if (f >= 0) {
+    ::close(f);
+    ::unlink(record.c_str());
+    escaped("created " + record);
+  } else if (errno == EEXIST) {
+    if (const int g = ::open(record.c_str(), O_WRONLY | O_APPEND | O_CLOEXEC); g >= 0) {
+      ::close(g);
+      escaped("opened " + record + " for writing");
+    }
+  }
+}
+
 // The first probe runs before main(): a sandbox applied by the worker itself would come too late.
 const bool g_probed_early = [] {
   if (in_worker()) probe_write();
@@ -219,6 +257,8 @@ const PlantedCheat kJudgeCheats[] = {
      after_probe<probed_before_main>},
     {"cheat_rewrites_gate_plan", "opens the gate's CTest plan and verify's list of the gate's tests for writing",
      after_probe<probe_gate_plan>},
+    {"cheat_forges_start_record", "writes a start record into the gate's results folder",
+     after_probe<probe_start_record>},
 };
 const bool g_registered = [] {
   (void)g_probed_early;
