@@ -31,8 +31,8 @@ std::string provenance_refusal(const Context& ctx, const Record& r) {
   if (r.receipt->machine_id != machine_id())
     return v + " was measured on another machine (" + r.receipt->machine_id + "); run attngate gate here";
   const std::string head = git_state(ctx.repo, candidate_rel(ctx)).commit;
-  if (r.git_commit.empty() || r.git_commit != head)
-    return "git HEAD moved since " + v + " was measured (" + short_or(r.git_commit, "none") + " then, " +
+  if (r.git.commit.empty() || r.git.commit != head)
+    return "git HEAD moved since " + v + " was measured (" + short_or(r.git.commit, "none") + " then, " +
            short_or(head, "none") + " now); run attngate gate";
   const std::string tree = current_tree_sha256(ctx);
   if (tree != r.candidate_tree_sha256)

@@ -98,8 +98,8 @@ class SourceLookup {
     if (r.candidate_sha256.empty()) return std::nullopt;
     if (auto it = cache_.find(r.candidate_sha256); it != cache_.end()) return it->second;
     std::optional<std::string> src = read_file(versions_ / (r.candidate_sha256 + ".cu"));
-    if (!src && !r.candidate_dirty && !r.git_commit.empty()) {
-      src = git_show(ctx_.repo, r.git_commit, rel_);
+    if (!src && !r.git.candidate_dirty && !r.git.commit.empty()) {
+      src = git_show(ctx_.repo, r.git.commit, rel_);
       if (src && sha256_hex(*src) != r.candidate_sha256) src.reset();
     }
     cache_[r.candidate_sha256] = src;
@@ -327,9 +327,7 @@ Evaluation evaluate(const Context& ctx, const EvaluationInput& in) {
     r.session = in.session;
     r.candidate_sha256 = sha;
     r.candidate_tree_sha256 = tree;
-    r.git_commit = git.commit;
-    r.git_dirty = git.dirty;
-    r.candidate_dirty = git.candidate_dirty;
+    r.git = {git.commit, git.dirty, git.candidate_dirty};
     copy_report(r, in.report);
     r.report = in.report_path;
     r.build_exit = in.build_exit;

@@ -89,8 +89,8 @@ void print_show(std::ostream& os, const Record& r, const json& questions, const 
   for (const auto& reason : r.reasons) os << "  reason " << reason.code << ": " << reason.detail << "\n";
   os << "  note: " << (r.note.empty() ? "-" : r.note) << "\n";
   os << "  candidate " << r.candidate_sha256.substr(0, 12) << ", tree " << r.candidate_tree_sha256.substr(0, 12)
-     << "; git " << (r.git_commit.empty() ? "-" : r.git_commit.substr(0, 12))
-     << (r.candidate_dirty ? " (candidate not committed there)" : "") << "\n";
+     << "; git " << (r.git.commit.empty() ? "-" : r.git.commit.substr(0, 12))
+     << (r.git.candidate_dirty ? " (candidate not committed there)" : "") << "\n";
   print_scenarios(os, r);
   for (const auto& s : r.signals) os << "  signal " << s.trigger << "/" << s.kind << ": " << s.detail << "\n";
   for (const auto& q : questions)

@@ -121,7 +121,7 @@ std::string receipt_message(const Record& r) {
   return "attngate.receipt/2\nversion=" + std::to_string(r.version) + "\nsource=" + r.source +
          "\ndry_run=" + (r.dry_run ? "true" : "false") + "\nnote_sha256=" + sha256_hex(r.note) +
          "\nscenarios_sha256=" + sha256_hex(scenarios_text(r)) +
-         "\ncandidate_tree_sha256=" + r.candidate_tree_sha256 + "\ngit_head=" + r.git_commit +
+         "\ncandidate_tree_sha256=" + r.candidate_tree_sha256 + "\ngit_head=" + r.git.commit +
          "\nmachine_id=" + rc.machine_id + "\nreport_sha256=" + rc.report_sha256 + "\nverdict=" + r.verdict +
          "\nreasons=" + reasons + "\nsignals=" + signals + "\nsuspicious_confirmed=" +
          (r.suspicious_confirmed ? "true" : "false") + "\ngeomean=" + num(r.geomean.speedup) + " " +

@@ -180,17 +180,17 @@ VersionSource version_source(const Context& ctx, const Record& r) {
   const fs::path dir = version_dir(ctx.lineage, r.version);
   if (auto f = fs::exists(dir) ? read_folder(dir) : std::nullopt; f && matches(*f))
     return {f, "store", dir, {}, {}};
-  if (auto f = git_folder(ctx.repo, r.git_commit, dir_rel(ctx));
-      f && !f->empty() && (tree.empty() ? !r.candidate_dirty : files_tree_sha256(*f) == tree))
-    return {f, "git", {}, r.git_commit, {}};
+  if (auto f = git_folder(ctx.repo, r.git.commit, dir_rel(ctx));
+      f && !f->empty() && (tree.empty() ? !r.git.candidate_dirty : files_tree_sha256(*f) == tree))
+    return {f, "git", {}, r.git.commit, {}};
   // `attngate commit` committed the version after it was measured: the commit naming it.
   for (const auto& c : tree.empty() ? std::vector<CommittedVersion>{} : git_committed_versions(ctx.repo))
     if (auto f = c.version == r.version ? git_folder(ctx.repo, c.commit, dir_rel(ctx)) : std::nullopt;
         f && files_tree_sha256(*f) == tree)
       return {f, "git", {}, c.commit, {}};
   s.why_not = "version " + std::to_string(r.version) + "'s candidate folder is not in " + shown_path(ctx, dir) +
-              (r.git_commit.empty() ? std::string(" and no commit is recorded")
-                                    : " and differs from " + dir_rel(ctx) + " at its commit " + r.git_commit.substr(0, 12) +
+              (r.git.commit.empty() ? std::string(" and no commit is recorded")
+                                    : " and differs from " + dir_rel(ctx) + " at its commit " + r.git.commit.substr(0, 12) +
                                           " (uncommitted changes) and in every commit attngate made of it");
   return s;
 }

@@ -113,7 +113,7 @@ TEST(Receipt, CoversWhatCommitReads) {
   Record r = test::scored(4, 1.2);
   r.source = "gate";
   r.candidate_tree_sha256 = std::string(64, 'a');
-  r.git_commit = "0123";
+  r.git.commit = "0123";
   r.receipt = Receipt{"machine", "report", ""};
   const std::string key(32, 'k');
   r.receipt->hmac_sha256 = receipt_hmac(r, key);
@@ -121,7 +121,7 @@ TEST(Receipt, CoversWhatCommitReads) {
   EXPECT_FALSE(receipt_valid(r, std::string(32, 'j')));
   for (auto edit : std::vector<std::function<void(Record&)>>{
            [](Record& x) { x.version = 5; }, [](Record& x) { x.source = "record"; },
-           [](Record& x) { x.candidate_tree_sha256[0] = 'b'; }, [](Record& x) { x.git_commit = "4567"; },
+           [](Record& x) { x.candidate_tree_sha256[0] = 'b'; }, [](Record& x) { x.git.commit = "4567"; },
            [](Record& x) { x.receipt->machine_id = "other"; }, [](Record& x) { x.receipt->report_sha256 = "x"; },
            [](Record& x) { x.verdict = "fail"; }, [](Record& x) { x.reasons.push_back({"IMPLAUSIBLE", {}, ""}); },
            [](Record& x) { x.signals.push_back({"suspicious", "step", ""}); },

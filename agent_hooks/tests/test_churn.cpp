@@ -76,13 +76,13 @@ TEST(Churn, OnATemporaryGitRepositoryFromCommits) {
   ASSERT_TRUE(r2.churn);
   EXPECT_EQ(r2.churn->added, 3u);
   EXPECT_EQ(r2.churn->readded, 0u);
-  EXPECT_FALSE(r2.candidate_dirty);
+  EXPECT_FALSE(r2.git.candidate_dirty);
 
   // Without the versions store the earlier sources come from git (both were clean at their commit).
   fs::remove_all(sb.ctx.lineage.parent_path() / "versions");
   sb.set_candidate(v3);  // uncommitted: the working tree is the current version
   auto r3 = evaluate_pass(sb, 1.02);
-  EXPECT_TRUE(r3.candidate_dirty);
+  EXPECT_TRUE(r3.git.candidate_dirty);
   ASSERT_TRUE(r3.churn);
   EXPECT_EQ(r3.churn->added, 9u);
   EXPECT_EQ(r3.churn->readded, 8u);

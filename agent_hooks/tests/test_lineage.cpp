@@ -57,9 +57,9 @@ TEST(Lineage, RecordRoundTrips) {
   Lineage l(d / "l.jsonl");
   l.append([](const LineageContents&, int version) {
     Record r = test::scored(version, 1.25);
-    r.git_commit = "deadbeef";
-    r.git_dirty = true;
-    r.candidate_dirty = false;
+    r.git.commit = "deadbeef";
+    r.git.dirty = true;
+    r.git.candidate_dirty = false;
     r.churn = ChurnFigure{10, 4};
     r.signals.push_back({"stall", "no_new_best", "detail"});
     r.triggers = {"stall"};
@@ -75,9 +75,9 @@ TEST(Lineage, RecordRoundTrips) {
   ASSERT_EQ(c.records.size(), 1u);
   const Record& r = c.records[0];
   EXPECT_EQ(r.version, 1);
-  EXPECT_EQ(r.git_commit, "deadbeef");
-  EXPECT_TRUE(r.git_dirty);
-  EXPECT_FALSE(r.candidate_dirty);
+  EXPECT_EQ(r.git.commit, "deadbeef");
+  EXPECT_TRUE(r.git.dirty);
+  EXPECT_FALSE(r.git.candidate_dirty);
   ASSERT_TRUE(r.churn);
   EXPECT_EQ(r.churn->readded, 4u);
   EXPECT_DOUBLE_EQ(*r.geomean.speedup, 1.25);

@@ -16,8 +16,6 @@ namespace attngate::hooks {
 
 inline constexpr const char* kGateResultSchema = "attngate.gate_result/1";
 
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(Signal, trigger, kind, detail)
-
 struct GateResultGeomean {
   std::optional<double> speedup, ci_low, ci_high, kernel_speedup, wall_speedup;
   std::optional<double> target, scenario_floor;  // what the verdict was judged against
