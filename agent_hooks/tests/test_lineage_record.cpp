@@ -300,5 +300,24 @@ TEST(LineageRecord, WhatALineCannotDoWithout) {
   EXPECT_THROW(json::parse(R"({"version":1,"note":7})").get<Record>(), std::exception);
 }
 
+// The report's parts of a line are held to the schema too (a reason to its three keys, the geomean's
+// counts to integers), where the typed reader alone would let them by: a line another writer
+// changed there is kept (versions count it) and named.
+TEST(LineageRecord, TheReportsPartsAreHeldToTheirTypes) {
+  TempDir d;
+  Lineage l(d / "l.jsonl");
+  append_as_is(l, full_evaluation(1), true);
+  json bad = json::parse(raw_lines(l.file())[0]);
+  bad["version"] = 2;
+  bad["reasons"][0]["why"] = "another writer's";
+  bad["geomean"]["scenarios"] = 2.5;
+  std::ofstream(l.file(), std::ios::app) << bad.dump() << "\n";
+  const auto c = l.read();
+  ASSERT_EQ(c.records.size(), 2u);
+  ASSERT_EQ(c.issues.size(), 1u);
+  for (const char* where : {"$.reasons[0]", "$.geomean.scenarios"})
+    EXPECT_NE(c.issues[0].message.find(where), std::string::npos) << where << " in " << c.issues[0].str();
+}
+
 }  // namespace
 }  // namespace attngate::hooks
