@@ -37,25 +37,25 @@ void judge_clock_disagreements(const Timing& c, const Timing& b, double tol, dou
                                std::vector<std::string>& out) {
   const auto wc = fin(c.worker_event_ms), ec = fin(c.event_ms), wb = fin(b.worker_event_ms), eb = fin(b.event_ms);
   if (wc && ec && wb && eb && std::abs((*wc - *ec) - (*wb - *eb)) > tol)
-    out.push_back("(e) the worker's events vs the judge's clock: worker event time minus judge time is " +
-                  fmt::format("{:+.4f}", *wc - *ec) + " ms for the candidate, " + fmt::format("{:+.4f}", *wb - *eb) +
-                  " ms for the baseline; they differ by more than " + fmt::format("{:.4f}", tol) + " ms");
+    out.push_back(fmt::format("(e) the worker's events vs the judge's clock: worker event time minus judge time is "
+                              "{:+.4f} ms for the candidate, {:+.4f} ms for the baseline; they differ by more than {:.4f} ms",
+                              *wc - *ec, *wb - *eb, tol));
   const auto pc = fin(c.pre_ms), pb = fin(b.pre_ms);
   if (pc && pb && std::abs(*pc - *pb) > tol)
-    out.push_back("(f) the judge's work before its clock starts took " + fmt::format("{:.4f}", *pc) + " ms for the candidate, " +
-                  fmt::format("{:.4f}", *pb) + " ms for the baseline (tolerance " + fmt::format("{:.4f}", tol) +
-                  " ms): GPU work of another context ran in that window, outside the clock");
+    out.push_back(fmt::format("(f) the judge's work before its clock starts took {:.4f} ms for the candidate, {:.4f} ms for "
+                              "the baseline (tolerance {:.4f} ms): GPU work of another context ran in that window, outside "
+                              "the clock", *pc, *pb, tol));
   const auto gc = fin(c.hold_gap_max_us), gb = fin(b.hold_gap_max_us);
   if (gc && gb && *gc > *gb + 1e3 * tol)
-    out.push_back("(g) the judge's hold kernel was kept off the GPU for " + fmt::format("{:.1f}", *gc) + " us during a call of "
-                  "the candidate's (the baseline's longest: " + fmt::format("{:.1f}", *gb) + " us): another context ran while the "
-                  "judge held its stream, before the clock started");
+    out.push_back(fmt::format("(g) the judge's hold kernel was kept off the GPU for {:.1f} us during a call of the "
+                              "candidate's (the baseline's longest: {:.1f} us): another context ran while the judge held "
+                              "its stream, before the clock started", *gc, *gb));
   const auto hc = fin(c.round_trip_correction_us), hb = fin(b.round_trip_correction_us);
   if (hc && std::abs(*hc) > trust_us + 1e-6)
-    out.push_back("(h) the candidate's round trip was corrected by " + fmt::format("{:+.2f}", *hc) +
-                  " us, more than worker_clock_trust_us (" + fmt::format("{:.2f}", trust_us) + " us)");
+    out.push_back(fmt::format("(h) the candidate's round trip was corrected by {:+.2f} us, more than "
+                              "worker_clock_trust_us ({:.2f} us)", *hc, trust_us));
   if (hb && std::abs(*hb) > 1e-6)
-    out.push_back("(h) the baseline's round trip was corrected by " + fmt::format("{:+.2f}", *hb) + " us; its clock is never moved");
+    out.push_back(fmt::format("(h) the baseline's round trip was corrected by {:+.2f} us; its clock is never moved", *hb));
 }
 
 }  // namespace
@@ -113,10 +113,9 @@ Mismatch clock_mismatch(const Timing& cand, const Timing& base, bool wall_clock)
   if (auto bk = fin(base.kernel_ms), bx = fin(base.*clock); bk && bx && *bk > 0) base_excess = *bx - *bk;
   const double allowed = std::max(kMismatchExcessShare * *ck, kMismatchExcessMinMs);
   if (ratio > kMismatchRatio && excess - base_excess > allowed)
-    return {true, std::string(clock_name) + " " + fmt::format("{:.4f}", *cx) + " ms is " + fmt::format("{:.2f}", ratio) +
-                      "x the CUPTI kernel time " + fmt::format("{:.4f}", *ck) + " ms; its excess " + fmt::format("{:.4f}", excess) +
-                      " ms exceeds the baseline's " + fmt::format("{:.4f}", base_excess) + " ms by more than " +
-                      fmt::format("{:.4f}", allowed) + " ms"};
+    return {true, fmt::format("{} {:.4f} ms is {:.2f}x the CUPTI kernel time {:.4f} ms; its excess {:.4f} ms exceeds the "
+                              "baseline's {:.4f} ms by more than {:.4f} ms",
+                              clock_name, *cx, ratio, *ck, excess, base_excess, allowed)};
   return {};
 }
 
@@ -126,8 +125,8 @@ std::vector<std::string> clock_disagreements(const Timing& c, const Timing& b, c
   std::vector<std::string> out;
   const auto ec = fin(c.event_ms), eb = fin(b.event_ms);
   if (!ec || !eb || *ec <= 0 || *eb <= 0) {
-    out.push_back("the event times cannot be compared (candidate " + opt_fmt("%.4f", ec) + " ms, baseline " +
-                  opt_fmt("%.4f", eb) + " ms)");
+    out.push_back(fmt::format("the event times cannot be compared (candidate {} ms, baseline {} ms)", opt_fmt("%.4f", ec),
+                              opt_fmt("%.4f", eb)));
     return out;
   }
   const double tol = p.clock_tolerance * std::max(*ec, *eb) + p.clock_slack_ms;
@@ -139,14 +138,13 @@ std::vector<std::string> clock_disagreements(const Timing& c, const Timing& b, c
     const auto xc = fin(c.*x), xb = fin(b.*x), rc = fin(c.*ref), rb = fin(b.*ref);
     if (!xb || *xb <= 0 || !rb) return;
     if (!xc || *xc <= 0 || !rc) {
-      out.push_back(label + ": the candidate has no " + x_name + " (" + x_key + "), the baseline " + fmt::format("{:.4f}", *xb) + " ms");
+      out.push_back(fmt::format("{}: the candidate has no {} ({}), the baseline {:.4f} ms", label, x_name, x_key, *xb));
       return;
     }
     const double dc = *xc - *rc, db = *xb - *rb;
     if (std::abs(dc - db) > tol)
-      out.push_back(label + ": " + x_name + " minus " + ref_name + " is " + fmt::format("{:+.4f}", dc) + " ms for the candidate, " +
-                    fmt::format("{:+.4f}", db) + " ms for the baseline; they differ by " + fmt::format("{:.4f}", std::abs(dc - db)) +
-                    " ms > tolerance " + fmt::format("{:.4f}", tol) + " ms");
+      out.push_back(fmt::format("{}: {} minus {} is {:+.4f} ms for the candidate, {:+.4f} ms for the baseline; they differ "
+                                "by {:.4f} ms > tolerance {:.4f} ms", label, x_name, ref_name, dc, db, std::abs(dc - db), tol));
   };
   compare("(a) wall vs event", &Timing::wall_ms, &Timing::event_ms, "wall_ms", "wall time", "event time", wall_tol);
   // Traced calls' wall time carries the worker's CUPTI flush (about 1.7 ms, varying by 0.5 ms), so
@@ -160,9 +158,9 @@ std::vector<std::string> clock_disagreements(const Timing& c, const Timing& b, c
     if (!dc)
       out.push_back("(c) CUPTI vs events: the candidate has no cupti_minus_traced_event_us");
     else if (std::abs(*dc - *db) * 1e-3 > tol)
-      out.push_back("(c) CUPTI vs events: CUPTI kernel time minus the event time of the same traced calls is " +
-                    fmt::format("{:+.1f}", *dc) + " us for the candidate, " + fmt::format("{:+.1f}", *db) + " us for the baseline; they " +
-                    "differ by " + fmt::format("{:.4f}", std::abs(*dc - *db) * 1e-3) + " ms > tolerance " + fmt::format("{:.4f}", tol) + " ms");
+      out.push_back(fmt::format("(c) CUPTI vs events: CUPTI kernel time minus the event time of the same traced calls is "
+                                "{:+.1f} us for the candidate, {:+.1f} us for the baseline; they differ by {:.4f} ms > "
+                                "tolerance {:.4f} ms", *dc, *db, std::abs(*dc - *db) * 1e-3, tol));
   }
   if (auto fc = fin(c.fresh_calls), fb = fin(b.fresh_calls); fc && fb && *fc > 0 && *fb > 0) {
     compare("(d) fresh inputs vs the rest", &Timing::fresh_event_ms, &Timing::event_ms, "fresh_event_ms",
@@ -184,22 +182,22 @@ std::string baseline_disturbance(const Timing& b, const Policy& p) {
            "so a disturbed baseline could not be told";
   std::vector<std::string> what;
   if (!seen || std::abs(*seen - *solo) > p.baseline_disturbed_us)
-    what.push_back("its round trip to the judge was " + opt_fmt("%.1f", seen) + " us in this scenario against " +
-                   fmt::format("{:.1f}", *solo) + " us measured alone (tolerance " + fmt::format("{:.1f}", p.baseline_disturbed_us) + " us)");
+    what.push_back(fmt::format("its round trip to the judge was {} us in this scenario against {:.1f} us measured alone "
+                               "(tolerance {:.1f} us)", opt_fmt("%.1f", seen), *solo, p.baseline_disturbed_us));
   if (gap && *gap > p.baseline_disturbed_us + 50)
-    what.push_back("the judge's hold kernel was kept off the GPU for " + fmt::format("{:.1f}", *gap) + " us during its calls");
+    what.push_back(fmt::format("the judge's hold kernel was kept off the GPU for {:.1f} us during its calls", *gap));
   if (p.baseline_alone_tolerance > 0) {
     const auto alone = fin(b.alone_event_ms), seen_ms = fin(b.event_ms);
     if (!alone || *alone <= 0)
       what.push_back("its time alone, before the candidate's worker existed, was not measured");
     else if (!seen_ms ||
              std::abs(*seen_ms - *alone) > p.baseline_alone_tolerance * *alone + 1e-3 * p.baseline_alone_slack_us)
-      what.push_back("its median time was " + opt_fmt("%.4f", seen_ms) + " ms beside the candidate against " +
-                     fmt::format("{:.4f}", *alone) + " ms alone (tolerance " + fmt::format("{:.1f}", 100 * p.baseline_alone_tolerance) +
-                     " % + " + fmt::format("{:.1f}", p.baseline_alone_slack_us) + " us)");
+      what.push_back(fmt::format("its median time was {} ms beside the candidate against {:.4f} ms alone (tolerance {:.1f} % "
+                                 "+ {:.1f} us)", opt_fmt("%.4f", seen_ms), *alone, 100 * p.baseline_alone_tolerance,
+                                 p.baseline_alone_slack_us));
   }
-  return what.empty() ? "" : "the baseline was disturbed while it was timed: " + fmt::format("{}", fmt::join(what, "; ")) +
-                                 " (another context ran on the GPU)";
+  return what.empty() ? "" : fmt::format("the baseline was disturbed while it was timed: {} (another context ran on the GPU)",
+                                         fmt::join(what, "; "));
 }
 
 // No call can beat doing the scenario's FLOPs at the dense peak or moving its minimum bytes at HBM
@@ -215,13 +213,13 @@ Plausibility plausibility(const DeviceFloor& d, const Timing& c, const Timing& b
   if (!bytes || *bytes <= 0) missing.push_back("min_bytes");
   if (!ec) missing.push_back("the candidate's event_ms");
   if (!missing.empty())
-    return {true, "cannot be judged: the comparison has no " + fmt::format("{}", fmt::join(missing, ", ")) +
-                      "; the gate does not pass a time it cannot bound", std::nullopt};
+    return {true, fmt::format("cannot be judged: the comparison has no {}; the gate does not pass a time it cannot bound",
+                              fmt::join(missing, ", ")), std::nullopt};
   const double compute_ms = 1e3 * *flops / (*peak * 1e12), memory_ms = 1e3 * *bytes / (*hbm * 1e12);
   const double floor_ms = std::max(compute_ms, memory_ms);
   std::vector<std::string> below;
   auto claim = [&](const std::string& what, double ms) {
-    if (ms < floor_ms) below.push_back(what + " " + fmt::format("{:.4f}", ms) + " ms");
+    if (ms < floor_ms) below.push_back(fmt::format("{} {:.4f} ms", what, ms));
   };
   claim("event time", *ec);
   if (auto v = fin(c.span_ms); v && *v > 0) claim("CUPTI span", *v);
@@ -229,15 +227,12 @@ Plausibility plausibility(const DeviceFloor& d, const Timing& c, const Timing& b
   // The judge's wall clock less the baseline's round trip, given the round trip's noise (wall_slack_ms):
   // on a tiny shape the difference alone can be below zero for an honest kernel.
   if (auto wc = fin(c.wall_ms), wb = fin(b.wall_ms), eb = fin(b.event_ms); wc && wb && eb)
-    claim("wall time less the baseline's overhead (" + fmt::format("{:.4f}", *wb - *eb) + " ms) plus the wall slack (" +
-              fmt::format("{:.2f}", wall_slack_ms) + " ms)",
-          *wc - (*wb - *eb) + wall_slack_ms);
+    claim(fmt::format("wall time less the baseline's overhead ({:.4f} ms) plus the wall slack ({:.2f} ms)", *wb - *eb,
+                      wall_slack_ms), *wc - (*wb - *eb) + wall_slack_ms);
   if (below.empty()) return {false, "", floor_ms};
-  return {true, "the candidate claims " + fmt::format("{}", fmt::join(below, ", ")) + ": below " + fmt::format("{:.4f}", floor_ms) +
-                    " ms, which no call can beat (" + fmt::format("{:.4g}", *flops) + " FLOP at the dense peak " +
-                    fmt::format("{:.1f}", *peak) + " TFLOPS take " + fmt::format("{:.4f}", compute_ms) + " ms; " +
-                    fmt::format("{:.4g}", *bytes) + " bytes at " + fmt::format("{:.2f}", *hbm) + " TB/s take " +
-                    fmt::format("{:.4f}", memory_ms) + " ms)",
+  return {true, fmt::format("the candidate claims {}: below {:.4f} ms, which no call can beat ({:.4g} FLOP at the dense "
+                            "peak {:.1f} TFLOPS take {:.4f} ms; {:.4g} bytes at {:.2f} TB/s take {:.4f} ms)",
+                            fmt::join(below, ", "), floor_ms, *flops, *peak, compute_ms, *bytes, *hbm, memory_ms),
           floor_ms};
 }
 
@@ -245,10 +240,8 @@ std::string foreign_kernels(const Timing& t, const std::string& role, const std:
   const std::vector<std::string>& names = t.foreign_kernel_names;
   const double count = std::max(double(names.size()), fin(t.foreign_kernels).value_or(0));
   if (count <= 0) return "";
-  std::vector<std::string> first(names.begin(), names.begin() + std::min<std::size_t>(names.size(), 3));
-  return role + " '" + name + "' launched " + fmt::format("{:.0f}", count) + " kernel(s) its worker's build-time inventory lacks" +
-         (first.empty() ? std::string() : ": " + fmt::format("{}", fmt::join(first, ", "))) + (names.size() > first.size() ? ", ..." : "") +
-         " (settings." + key + ": fail)";
+  return fmt::format("{} '{}' launched {:.0f} kernel(s) its worker's build-time inventory lacks{} (settings.{}: fail)", role,
+                     name, count, names.empty() ? "" : ": " + first_listed(names, 3, ", "), key);
 }
 
 // Either role: an interposing baseline would forge the clock the candidate is held to.
@@ -258,10 +251,9 @@ std::string forbidden_symbols(const bench::ComparisonDocument& P) {
     for (const auto* t : {&s.kernel_timing, &s.base_timing})
       for (const auto& f : t->forbidden_symbols) found.insert(t->name + ": " + f);
   if (found.empty()) return "";
-  std::vector<std::string> first(found.begin(), std::next(found.begin(), long(std::min<size_t>(found.size(), 4))));
-  return std::to_string(found.size()) + " symbol(s) defined by a worker's kernel library that a library the worker "
-         "links or its own code also defines (kernels/worker/cmake/symbols.cmake): " + fmt::format("{}", fmt::join(first, "; ")) +
-         (found.size() > first.size() ? "; ..." : "");
+  return fmt::format("{} symbol(s) defined by a worker's kernel library that a library the worker links or its own code "
+                     "also defines (kernels/worker/cmake/symbols.cmake): {}", found.size(),
+                     first_listed({found.begin(), found.end()}, 4, "; "));
 }
 
 std::string sandbox_gaps(const bench::SandboxRecord& s) {
@@ -310,13 +302,13 @@ using Flag = std::function<void(const std::string& code, const std::string& deta
 void judge_call_behaviour(const Timing& cand, const Timing& base, bool library_control, const Flag& flag) {
   const auto foreign = fin(cand.foreign_stream_kernels).value_or(0), streams = fin(cand.streams).value_or(0);
   if (foreign > 0 || streams > 1)
-    flag("SIDE_STREAM_WORK", fmt::format("{:.0f}", foreign) + " kernel(s) over the traced calls ran on a stream other than "
-                             "the harness stream; " + fmt::format("{:.0f}", streams) + " stream(s) used (baseline: " +
-                             fmt::format("{:.0f}", fin(base.foreign_stream_kernels).value_or(0)) + " such kernels)");
+    flag("SIDE_STREAM_WORK", fmt::format("{:.0f} kernel(s) over the traced calls ran on a stream other than the harness "
+                                         "stream; {:.0f} stream(s) used (baseline: {:.0f} such kernels)", foreign, streams,
+                                         fin(base.foreign_stream_kernels).value_or(0)));
   if (cand.kernel_count_changed)
-    flag("KERNEL_COUNT_CHANGED", "kernels per call varied from " + opt_int(cand.kernel_count_min) + " to " +
-                                     opt_int(cand.kernel_count_max) + " between traced calls (baseline: " +
-                                     opt_int(base.kernel_count_min) + " to " + opt_int(base.kernel_count_max) + ")");
+    flag("KERNEL_COUNT_CHANGED", fmt::format("kernels per call varied from {} to {} between traced calls (baseline: {} to {})",
+                                             opt_int(cand.kernel_count_min), opt_int(cand.kernel_count_max),
+                                             opt_int(base.kernel_count_min), opt_int(base.kernel_count_max)));
   if (auto k = fin(cand.kernel_ms); !k || *k <= 0) {
     flag("WALL_KERNEL_MISMATCH", "CUPTI recorded no kernel time for the candidate's traced calls");
   } else {
@@ -325,14 +317,13 @@ void judge_call_behaviour(const Timing& cand, const Timing& base, bool library_c
     if (!m.hit && cand.process != "worker") m = clock_mismatch(cand, base, true);
     if (m.hit) flag("WALL_KERNEL_MISMATCH", m.detail);
   }
-  if (!library_control && fin(cand.memcpy_per_call).value_or(0) > 0)
-    flag("MEMCPY_IN_CALL", fmt::format("{:.2f}", fin(cand.memcpy_per_call).value_or(0)) +
-                               " memcpy per traced call of the candidate (baseline: " +
-                               fmt::format("{:.2f}", fin(base.memcpy_per_call).value_or(0)) + ")");
-  if (!library_control && fin(cand.memset_per_call).value_or(0) > 0)
-    flag("MEMSET_IN_CALL", fmt::format("{:.2f}", fin(cand.memset_per_call).value_or(0)) +
-                               " memset per traced call of the candidate (baseline: " +
-                               fmt::format("{:.2f}", fin(base.memset_per_call).value_or(0)) + ")");
+  auto copies = [&](const char* code, const char* what, Field per_call) {
+    if (const double n = fin(cand.*per_call).value_or(0); !library_control && n > 0)
+      flag(code, fmt::format("{:.2f} {} per traced call of the candidate (baseline: {:.2f})", n, what,
+                             fin(base.*per_call).value_or(0)));
+  };
+  copies("MEMCPY_IN_CALL", "memcpy", &Timing::memcpy_per_call);
+  copies("MEMSET_IN_CALL", "memset", &Timing::memset_per_call);
 }
 
 }  // namespace
@@ -346,20 +337,20 @@ void judge_timed_row(ScenarioResult& row, const bench::ComparisonDocument& P, co
     reasons.add(code, row.id, row.id + ": " + detail);
   };
   if (auto sp = ps.speedup; sp && *sp < floor)
-    flag("SCENARIO_BELOW_FLOOR", "speedup " + fmt::format("{:.4f}", *sp) + " < floor " + fmt::format("{:.4f}", floor));
+    flag("SCENARIO_BELOW_FLOOR", fmt::format("speedup {:.4f} < floor {:.4f}", *sp, floor));
   const bool library_control = policy.library_controls.count(kernel) > 0;
   judge_call_behaviour(cand, base, library_control, flag);
   // The GPU to itself: another process's work perturbs every clock of both kernels.
   if (auto seen = ps.gpu_processes; seen && *seen > ps.gpu_processes_expected)
-    flag("GPU_SHARED", std::to_string(*seen) + " CUDA processes held the GPU while it was timed, the gate's own are " +
-                           std::to_string(ps.gpu_processes_expected) + " (the judge and its workers): another process shared it; "
-                           "run the gate on an idle GPU");
+    flag("GPU_SHARED", fmt::format("{} CUDA processes held the GPU while it was timed, the gate's own are {} (the judge "
+                                   "and its workers): another process shared it; run the gate on an idle GPU", *seen,
+                                   ps.gpu_processes_expected));
   // Isolation: the candidate's code never shares the judge's process.
   if (cand.process != "worker" || fin(cand.isolated).value_or(0) != 1)
-    flag("NOT_ISOLATED", "the candidate ran " +
-                             (cand.process.empty() ? std::string("in an unrecorded process") : "'" + cand.process + "'") +
-                             " (isolated=" + opt_fmt("%.0f", fin(cand.isolated)) +
-                             "); the gate requires it to run in a worker process apart from the judge");
+    flag("NOT_ISOLATED", fmt::format("the candidate ran {} (isolated={}); the gate requires it to run in a worker process "
+                                     "apart from the judge", cand.process.empty() ? "in an unrecorded process"
+                                                                                  : "'" + cand.process + "'",
+                                     opt_fmt("%.0f", fin(cand.isolated))));
   // Every clock agrees with the others as the baseline's do; the baseline ran undisturbed.
   if (auto d = clock_disagreements(cand, base, policy); !d.empty()) flag("CLOCK_DISAGREE", fmt::format("{}", fmt::join(d, "; ")));
   if (auto d = baseline_disturbance(base, policy); !d.empty()) flag("BASELINE_DISTURBED", d);
@@ -384,9 +375,8 @@ void judge_geomean(const Geomean& g, double target, Reasons& reasons) {
     reasons.add("GEOMEAN_BELOW_TARGET", "", "the comparison has no confidence interval of the geomean");
   else if (*g.ci_low < target)
     reasons.add("GEOMEAN_BELOW_TARGET", "",
-                "geomean " + opt_fmt("%.4f", g.speedup) + ", 95% CI [" + fmt::format("{:.4f}", *g.ci_low) + ", " +
-                    opt_fmt("%.4f", g.ci_high) + "]: the lower bound " + fmt::format("{:.4f}", *g.ci_low) +
-                    " does not clear the target " + fmt::format("{:.4f}", target));
+                fmt::format("geomean {}, 95% CI [{:.4f}, {}]: the lower bound {:.4f} does not clear the target {:.4f}",
+                            opt_fmt("%.4f", g.speedup), *g.ci_low, opt_fmt("%.4f", g.ci_high), *g.ci_low, target));
 }
 
 Geomean geomean_of(const bench::ComparisonDocument& P) {

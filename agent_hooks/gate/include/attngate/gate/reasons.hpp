@@ -8,6 +8,13 @@
 
 namespace attngate::hooks {
 
+// A reason's list of names: the first `n` of `items` joined by `sep`, then "<sep>..." when there are more.
+inline std::string first_listed(const std::vector<std::string>& items, std::size_t n, const std::string& sep) {
+  std::string out;
+  for (std::size_t i = 0; i < items.size() && i < n; ++i) out += (i ? sep : "") + items[i];
+  return items.size() > n ? out + sep + "..." : out;
+}
+
 // Accumulates reasons, one entry per code, each scenario once, in suite order (verification and the
 // bench's timed-run check can both report the same scenario under one code).
 class Reasons {
