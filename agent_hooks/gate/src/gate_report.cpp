@@ -5,8 +5,6 @@
 #include <fstream>
 
 #include "attngate/gate/best_baselines.hpp"
-#include "attngate/gate/digest.hpp"
-#include "attngate/gate/git.hpp"
 #include "attngate/gate/inputs.hpp"
 #include "attngate/gate/markdown.hpp"
 #include "attngate/gate/policy.hpp"
@@ -79,26 +77,6 @@ std::vector<ScenarioResult> judge_correctness(const ReportInputs& in, const std:
   if (!tally.no_device_detail.empty())
     reasons.add("NO_DEVICE", "", tally.no_device_detail + " (gate.device fails for the same reason)");
   return rows;
-}
-
-// Provenance and tamper evidence: the commit, the candidate's source and folder, the harness.
-Provenance judge_provenance(const ReportInputs& in, const std::string& kernel,
-                            const std::optional<bench::ComparisonDocument>& perf, const TimingTally& timing,
-                            const VerifyTally& tally, Reasons& reasons, HarnessRecord& harness) {
-  Provenance prov = device_provenance(perf);
-  std::error_code rel_ec;
-  std::string cand_rel = fs::relative(in.candidate, in.repo, rel_ec).generic_string();
-  if (rel_ec || cand_rel.empty()) cand_rel = in.candidate.string();
-  const GitState git = git_state(in.repo, cand_rel);
-  prov.attngate_commit = git.commit;
-  prov.attngate_dirty = git.dirty;
-  prov.candidate = cand_rel;
-  prov.candidate_sha256 = sha256_file(in.candidate).value_or("");
-  prov.base_seed = tally.base_seed;
-  if (prov.candidate_sha256.empty()) reasons.add("TEST_CRASHED", "", "cannot read the candidate source " + in.candidate.string());
-  judge_candidate_tree(in, kernel, timing, tally, prov, reasons);
-  harness = judge_harness(in, kernel, cand_rel, git.commit, reasons);
-  return prov;
 }
 
 }  // namespace

@@ -1,7 +1,7 @@
 #pragma once
 // The provenance rules: the folder judged is the one built into the timed worker, verification and
 // timing judged one build (CANDIDATE_CHANGED), every harness file is the commit's (HARNESS_MODIFIED,
-// HARNESS_UNVERIFIED); and the device the figures were measured on.
+// HARNESS_UNVERIFIED, the kernel's own folders excluded); and the device the figures were measured on.
 #include <optional>
 #include <string>
 
@@ -14,12 +14,10 @@
 
 namespace attngate::hooks {
 
-// Records the folder's hashes in `prov`.
-void judge_candidate_tree(const ReportInputs& in, const std::string& kernel, const TimingTally& timing,
-                          const VerifyTally& tally, Provenance& prov, Reasons& reasons);
-// The kernel's own folders are excluded.
-HarnessRecord judge_harness(const ReportInputs& in, const std::string& kernel, const std::string& cand_rel,
-                            const std::string& commit, Reasons& reasons);
-Provenance device_provenance(const std::optional<bench::ComparisonDocument>& perf);
+// The report's provenance (the commit, the candidate's source and folder, the device) and its
+// harness record, with the reasons these rules find.
+Provenance judge_provenance(const ReportInputs& in, const std::string& kernel,
+                            const std::optional<bench::ComparisonDocument>& perf, const TimingTally& timing,
+                            const VerifyTally& tally, Reasons& reasons, HarnessRecord& harness);
 
 }  // namespace attngate::hooks
