@@ -943,10 +943,10 @@ TEST(BestBaselines, FileNamedByTheGpuSlugAndMalformedFilesAreSkipped) {
   test::write_file(repo / "bench" / "baselines" / "nvidia_h200.json", R"({"schema": "attngate.best_baselines/0"})");
   BestBaselines b = load_best_baselines(repo.path(), "NVIDIA H200");
   EXPECT_TRUE(b.scenarios.empty());
-  EXPECT_NE(b.note.find("is not a attngate.best_baselines/1 document"), std::string::npos) << b.note;
+  EXPECT_NE(b.info.note.find("is not a attngate.best_baselines/1 document"), std::string::npos) << b.info.note;
   test::write_file(repo / "bench" / "baselines" / "nvidia_h200.json", "{not json");
-  EXPECT_FALSE(load_best_baselines(repo.path(), "NVIDIA H200").note.empty());
-  EXPECT_NE(load_best_baselines(repo.path(), "").note.find("names no GPU"), std::string::npos);
+  EXPECT_FALSE(load_best_baselines(repo.path(), "NVIDIA H200").info.note.empty());
+  EXPECT_NE(load_best_baselines(repo.path(), "").info.note.find("names no GPU"), std::string::npos);
 }
 
 // The comparison JSON exactly as attngate_bench writes it (bench's to_json on a synthetic

@@ -19,15 +19,13 @@ std::string text_of(const json& j, const char* key) {
 }
 
 // One scenario's entry; nullopt when it cannot serve as the bar (incorrect, no positive TFLOPS).
-std::optional<BestBaseline> entry_of(const json& e) {
+std::optional<BestBaselineRef> entry_of(const json& e) {
   if (!e.is_object()) return std::nullopt;
   if (auto c = e.find("correct"); c != e.end() && c->is_boolean() && !c->get<bool>()) return std::nullopt;
   auto tf = e.find("tflops");
   if (tf == e.end() || !tf->is_number() || !std::isfinite(tf->get<double>()) || tf->get<double>() <= 0)
     return std::nullopt;
-  BestBaseline b{text_of(e, "library"), tf->get<double>(), std::nullopt, text_of(e, "date"), text_of(e, "suite"),
-                 text_of(e, "source")};
-  if (auto ms = e.find("ms"); ms != e.end() && ms->is_number()) b.ms = ms->get<double>();
+  BestBaselineRef b{text_of(e, "library"), tf->get<double>(), text_of(e, "date")};
   if (b.library.empty()) b.library = "unknown";
   return b;
 }
@@ -46,26 +44,29 @@ fs::path best_baselines_file(const fs::path& repo, const std::string& device) {
 
 BestBaselines load_best_baselines(const fs::path& repo, const std::string& device) {
   BestBaselines out;
+  BestBaselinesInfo& info = out.info;
   if (device.empty()) {
-    out.note = "no best-baseline file: the performance JSON names no GPU";
+    info.note = "no best-baseline file: the performance JSON names no GPU";
     return out;
   }
-  out.file = best_baselines_file(repo, device);
-  const std::optional<std::string> text = read_file(out.file);
+  const fs::path file = best_baselines_file(repo, device);
+  info.file = file.string();
+  const std::optional<std::string> text = read_file(file);
   if (!text) {
-    out.note = "no best-baseline file for " + device + " (" + out.file.string() + ")";
+    info.note = "no best-baseline file for " + device + " (" + file.string() + ")";
     return out;
   }
   const json j = json::parse(*text, nullptr, /*allow_exceptions=*/false);
   if (!j.is_object() || text_of(j, "schema") != kBestBaselinesSchema) {
-    out.note = out.file.string() + " is not a " + kBestBaselinesSchema + " document; best baselines not read";
+    info.note = file.string() + " is not a " + kBestBaselinesSchema + " document; best baselines not read";
     return out;
   }
-  out.gpu = text_of(j, "gpu");
-  out.updated = text_of(j, "updated");
+  info.gpu = text_of(j, "gpu");
+  info.updated = text_of(j, "updated");
   if (auto s = j.find("scenarios"); s != j.end() && s->is_object())
     for (const auto& [id, e] : s->items())
       if (auto b = entry_of(e)) out.scenarios[id] = *b;
+  info.scenarios = std::int64_t(out.scenarios.size());
   return out;
 }
 

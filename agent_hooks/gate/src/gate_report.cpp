@@ -39,22 +39,12 @@ Baselines apply_best_baselines(std::vector<ScenarioResult>& scenarios, const Bes
   for (auto& row : scenarios) {
     auto it = best.scenarios.find(row.id);
     if (it == best.scenarios.end()) continue;
-    const BestBaseline& b = it->second;
-    row.best_baseline = BestBaselineRef{b.library, b.tflops, b.date};
-    if (row.tflops) row.fraction_of_best = *row.tflops / b.tflops;
-    by_library[b.library][row.id] = b.tflops;
+    const BestBaselineRef& b = it->second;
+    row.best_baseline = b;
+    if (row.tflops) row.fraction_of_best = *row.tflops / *b.tflops;
+    by_library[b.library][row.id] = *b.tflops;
   }
   return by_library;
-}
-
-BestBaselinesInfo best_baselines_info(const BestBaselines& best) {
-  BestBaselinesInfo info;
-  if (!best.file.empty()) info.file = best.file.string();
-  info.gpu = best.gpu;
-  info.updated = best.updated;
-  info.scenarios = std::int64_t(best.scenarios.size());
-  info.note = best.note;
-  return info;
 }
 
 // Correctness: one verify result per scenario of every suite the gate checks; the gate suite's rows
@@ -90,7 +80,7 @@ GateReportOutput build_gate_report(const ReportInputs& in) {
   GateReport report;
   report.target = read_target(suite, suite_file, kernel, baseline);
   const Policy policy = read_policy(suite, suite_file);
-  report.policy = policy.record;
+  report.policy = policy;  // its record: PolicyRecord
 
   // The inputs of this run only, and the rules.
   const Freshness freshness(in);
@@ -111,7 +101,7 @@ GateReportOutput build_gate_report(const ReportInputs& in) {
   // The fastest library measured on this GPU, per scenario (a missing file is fine: the report says so).
   const BestBaselines best = load_best_baselines(in.repo, perf ? perf->device : std::string{});
   report.baselines = apply_best_baselines(report.scenarios, best);
-  report.best_baselines = best_baselines_info(best);
+  report.best_baselines = best.info;
 
   report.verdict = reasons.empty() ? "pass" : "fail";
   report.reasons = reasons.done();

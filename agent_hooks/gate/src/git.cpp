@@ -3,19 +3,16 @@
 #include <algorithm>
 
 #include <charconv>
-#include <sstream>
 
 #include "attngate/gate/process.hpp"
 
 namespace attngate::hooks {
-namespace {
-
-RunResult git(const std::filesystem::path& repo, std::vector<std::string> args) {
+RunResult run_git(const std::filesystem::path& repo, std::vector<std::string> args) {
   args.insert(args.begin(), {"git", "-C", repo.string()});
-  RunOptions o;
-  o.output = Output::capture;
-  return run_process(args, o);
+  return run_process(args);  // output captured
 }
+
+namespace {
 
 std::string trim(std::string s) {
   auto b = s.find_first_not_of(" \t\r\n");
@@ -23,31 +20,23 @@ std::string trim(std::string s) {
   return b == std::string::npos ? std::string{} : s.substr(b, e - b + 1);
 }
 
-std::vector<std::string> split(const std::string& s, char sep) {
-  std::vector<std::string> parts;
-  std::string part;
-  std::istringstream in(s);
-  while (std::getline(in, part, sep)) parts.push_back(part);
-  return parts;
-}
-
 }  // namespace
 
 std::optional<std::filesystem::path> git_toplevel(const std::filesystem::path& dir) {
-  auto r = git(dir, {"rev-parse", "--show-toplevel"});
+  auto r = run_git(dir, {"rev-parse", "--show-toplevel"});
   if (r.exit_code != 0) return std::nullopt;
   return std::filesystem::path(trim(r.out));
 }
 
 GitState git_state(const std::filesystem::path& repo, const std::string& candidate_rel) {
   GitState s;
-  s.is_repo = git(repo, {"rev-parse", "--git-dir"}).exit_code == 0;
+  s.is_repo = run_git(repo, {"rev-parse", "--git-dir"}).exit_code == 0;
   if (!s.is_repo) return s;
-  auto head = git(repo, {"rev-parse", "--verify", "-q", "HEAD"});
+  auto head = run_git(repo, {"rev-parse", "--verify", "-q", "HEAD"});
   if (head.exit_code == 0) s.commit = trim(head.out);
-  auto status = git(repo, {"status", "--porcelain", "--untracked-files=no"});
+  auto status = run_git(repo, {"status", "--porcelain", "--untracked-files=no"});
   s.dirty = status.exit_code == 0 && !trim(status.out).empty();
-  auto cand = git(repo, {"status", "--porcelain", "--untracked-files=all", "--", candidate_rel});
+  auto cand = run_git(repo, {"status", "--porcelain", "--untracked-files=all", "--", candidate_rel});
   s.candidate_dirty = cand.exit_code != 0 || !trim(cand.out).empty() || s.commit.empty();
   return s;
 }
@@ -55,22 +44,22 @@ GitState git_state(const std::filesystem::path& repo, const std::string& candida
 std::optional<std::string> git_show(const std::filesystem::path& repo, const std::string& commit,
                                     const std::string& rel_path) {
   if (commit.empty()) return std::nullopt;
-  auto r = git(repo, {"show", commit + ":" + rel_path});
+  auto r = run_git(repo, {"show", commit + ":" + rel_path});
   if (r.exit_code != 0) return std::nullopt;
   return r.out;
 }
 
 std::vector<CommittedVersion> git_committed_versions(const std::filesystem::path& repo) {
   std::vector<CommittedVersion> out;
-  if (git(repo, {"rev-parse", "--verify", "-q", "HEAD"}).exit_code != 0) return out;
+  if (run_git(repo, {"rev-parse", "--verify", "-q", "HEAD"}).exit_code != 0) return out;
   // git parses the trailers; unit and record separators keep the fields apart.
-  auto r = git(repo, {"log", "--format=%H%x1f%(trailers:key=Attngate-Geomean,valueonly,separator=%x2C)%x1f"
+  auto r = run_git(repo, {"log", "--format=%H%x1f%(trailers:key=Attngate-Geomean,valueonly,separator=%x2C)%x1f"
                                  "%(trailers:key=Attngate-Baseline,valueonly,separator=%x2C)%x1f"
                                  "%(trailers:key=Attngate-Version,valueonly,separator=%x2C)%x1e",
                       "HEAD"});
   if (r.exit_code != 0) return out;
-  for (const auto& rec : split(r.out, '\x1e')) {
-    auto f = split(trim(rec), '\x1f');
+  for (const auto& rec : split_on(r.out, '\x1e', true)) {
+    auto f = split_on(trim(rec), '\x1f', true);
     if (f.size() < 2 || trim(f[1]).empty()) continue;
     CommittedVersion v;
     v.commit = trim(f[0]);

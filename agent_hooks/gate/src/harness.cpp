@@ -4,18 +4,12 @@
 #include <algorithm>
 #include <set>
 
-#include "attngate/gate/process.hpp"
 #include "attngate/gate/digest.hpp"
 
 namespace attngate::hooks {
 namespace fs = std::filesystem;
 
 namespace {
-
-RunResult git(const fs::path& repo, std::vector<std::string> args) {
-  args.insert(args.begin(), {"git", "-C", repo.string()});
-  return run_process(args);
-}
 
 bool under(const std::string& path, const std::string& dir) {
   return path == dir || (path.size() > dir.size() && path.compare(0, dir.size(), dir) == 0 && path[dir.size()] == '/');
@@ -58,9 +52,9 @@ HarnessCheck check_harness(const fs::path& repo, const std::vector<std::string>&
   HarnessCheck out;
   std::set<std::string> files;
 
-  const bool has_head = git(repo, {"rev-parse", "--verify", "-q", "HEAD"}).exit_code == 0;
+  const bool has_head = run_git(repo, {"rev-parse", "--verify", "-q", "HEAD"}).exit_code == 0;
   if (!has_head) {
-    auto dir = git(repo, {"rev-parse", "--git-dir"});
+    auto dir = run_git(repo, {"rev-parse", "--git-dir"});
     std::string said = dir.err.substr(0, dir.err.find('\n'));  // e.g. git's "dubious ownership" refusal
     out.why = dir.exit_code == 0 ? "the repository has no commit to compare the harness with"
                                  : repo.string() + " is not a usable git repository (" +
@@ -87,7 +81,7 @@ HarnessCheck check_harness(const fs::path& repo, const std::vector<std::string>&
     std::vector<std::string> args = {"status", "--porcelain=v1", "-z", "--untracked-files=all", "--no-renames"};
     auto specs = pathspecs(excluded);
     args.insert(args.end(), specs.begin(), specs.end());
-    auto status = git(repo, args);
+    auto status = run_git(repo, args);
     if (status.exit_code != 0) {
       out.why = "git status failed: " + status.err;
     } else {
@@ -102,7 +96,7 @@ HarnessCheck check_harness(const fs::path& repo, const std::vector<std::string>&
     }
     args = {"ls-files", "-z", "--cached", "--others", "--exclude-standard"};
     args.insert(args.end(), specs.begin(), specs.end());
-    auto listed = git(repo, args);
+    auto listed = run_git(repo, args);
     for (const auto& rel : split_on(listed.out, '\0', false))
       if (in_harness(rel, excluded)) files.insert(rel);
   }

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <ctime>
-#include <fstream>
 #include <stdexcept>
 
 #include <fmt/format.h>
@@ -41,20 +40,6 @@ std::optional<bench::ComparisonDocument> parse_comparison(const json& doc, std::
 
 fs::path result_file(const ReportInputs& in, const std::string& kernel, const std::string& id) {
   return in.results_dir / verify::result_file_name(kernel, id);
-}
-
-std::optional<json> read_json(const fs::path& file, std::string* error) {
-  std::ifstream f(file);
-  if (!f) {
-    *error = "cannot read " + file.string();
-    return std::nullopt;
-  }
-  try {
-    return json::parse(f);
-  } catch (const json::exception& e) {
-    *error = file.string() + ": not JSON: " + e.what();
-    return std::nullopt;
-  }
 }
 
 StartRecords::StartRecords(const ReportInputs& in, const Freshness& freshness) : dir_(in.start_records_dir) {

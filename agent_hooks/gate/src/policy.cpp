@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <set>
 #include <sstream>
 
 namespace attngate::hooks {
@@ -63,76 +64,67 @@ std::vector<const Suite*> correctness_suites(const std::vector<Suite>& suites, c
 }
 
 Policy read_policy(const Suite& suite, const std::string& suite_file) {
+  using R = PolicyRecord;
   Policy p;
-  PolicyRecord& r = p.record;
-  auto value_of = [&](const char* key, const char* def, std::string* source) {
+  auto value_of = [&](const char* key, const char* def, std::string& source) {
     std::string v = setting(suite, key);
-    *source = v.empty() ? std::string("default") : suite_file + " settings." + key;
+    source = v.empty() ? std::string("default") : suite_file + " settings." + key;
     return v.empty() ? std::string(def) : v;
   };
-  auto number = [&](const char* key, const char* def, double* value, std::string* source) {
-    const std::string v = value_of(key, def, source);
-    *value = parse_number(*source == "default" ? std::string("default ") + key : *source, v, 0, true);
-    return *value;
-  };
-  auto fail_or_allow = [&](const char* key, const char* def, std::string* value, std::string* source) {
-    *value = value_of(key, def, source);
-    if (*value != "fail" && *value != "allow") throw ReportConfigError(*source + "='" + *value + "' is not fail or allow");
-    return *value == "fail";
-  };
-  // Each number: settings.<key> or its default, into the policy and its record.
+  // Each number: settings.<key> or its default, recorded with its source.
   struct NumberSetting {
     const char* key;
     const char* fallback;
-    double Policy::*field;
-    double PolicyRecord::*recorded;
-    std::string PolicyRecord::*source;
+    double R::*value;
+    std::string R::*source;
   };
   static constexpr NumberSetting kNumbers[] = {
-      {"clock_tolerance", kDefaultClockTolerance, &Policy::clock_tolerance, &PolicyRecord::clock_tolerance,
-       &PolicyRecord::clock_tolerance_source},
-      {"clock_slack_ms", kDefaultClockSlackMs, &Policy::clock_slack_ms, &PolicyRecord::clock_slack_ms,
-       &PolicyRecord::clock_slack_ms_source},
-      {"wall_slack_ms", kDefaultWallSlackMs, &Policy::wall_slack_ms, &PolicyRecord::wall_slack_ms,
-       &PolicyRecord::wall_slack_ms_source},
-      {"baseline_disturbed_us", kDefaultBaselineDisturbedUs, &Policy::baseline_disturbed_us,
-       &PolicyRecord::baseline_disturbed_us, &PolicyRecord::baseline_disturbed_us_source},
-      {"baseline_alone_tolerance", kDefaultBaselineAloneTolerance, &Policy::baseline_alone_tolerance,
-       &PolicyRecord::baseline_alone_tolerance, &PolicyRecord::baseline_alone_tolerance_source},
-      {"baseline_alone_slack_us", kDefaultBaselineAloneSlackUs, &Policy::baseline_alone_slack_us,
-       &PolicyRecord::baseline_alone_slack_us, &PolicyRecord::baseline_alone_slack_us_source},
-      {"worker_clock_trust_us", kDefaultWorkerClockTrustUs, &Policy::worker_clock_trust_us,
-       &PolicyRecord::worker_clock_trust_us, &PolicyRecord::worker_clock_trust_us_source},
+      {"clock_tolerance", kDefaultClockTolerance, &R::clock_tolerance, &R::clock_tolerance_source},
+      {"clock_slack_ms", kDefaultClockSlackMs, &R::clock_slack_ms, &R::clock_slack_ms_source},
+      {"wall_slack_ms", kDefaultWallSlackMs, &R::wall_slack_ms, &R::wall_slack_ms_source},
+      {"baseline_disturbed_us", kDefaultBaselineDisturbedUs, &R::baseline_disturbed_us, &R::baseline_disturbed_us_source},
+      {"baseline_alone_tolerance", kDefaultBaselineAloneTolerance, &R::baseline_alone_tolerance,
+       &R::baseline_alone_tolerance_source},
+      {"baseline_alone_slack_us", kDefaultBaselineAloneSlackUs, &R::baseline_alone_slack_us,
+       &R::baseline_alone_slack_us_source},
+      {"worker_clock_trust_us", kDefaultWorkerClockTrustUs, &R::worker_clock_trust_us, &R::worker_clock_trust_us_source},
   };
-  for (const NumberSetting& n : kNumbers) p.*n.field = number(n.key, n.fallback, &(r.*n.recorded), &(r.*n.source));
-  // Each fail-or-allow choice likewise.
+  for (const NumberSetting& n : kNumbers) {
+    const std::string v = value_of(n.key, n.fallback, p.*n.source);
+    p.*n.value = parse_number(p.*n.source == "default" ? std::string("default ") + n.key : p.*n.source, v, 0, true);
+  }
+  // Each fail-or-allow choice likewise, and whether it fails.
   struct ChoiceSetting {
     const char* key;
     const char* fallback;
+    std::string R::*value;
+    std::string R::*source;
     bool Policy::*fails;
-    std::string PolicyRecord::*recorded;
-    std::string PolicyRecord::*source;
   };
   static constexpr ChoiceSetting kChoices[] = {
-      {"candidate_foreign_kernels", kDefaultCandidateForeignKernels, &Policy::candidate_foreign_fail,
-       &PolicyRecord::candidate_foreign_kernels, &PolicyRecord::candidate_foreign_kernels_source},
-      {"baseline_foreign_kernels", kDefaultBaselineForeignKernels, &Policy::baseline_foreign_fail,
-       &PolicyRecord::baseline_foreign_kernels, &PolicyRecord::baseline_foreign_kernels_source},
-      {"nondeterminism", kDefaultNondeterminism, &Policy::nondeterminism_fail, &PolicyRecord::nondeterminism,
-       &PolicyRecord::nondeterminism_source},
-      {"sandbox", kDefaultSandbox, &Policy::sandbox_fail, &PolicyRecord::sandbox, &PolicyRecord::sandbox_source},
+      {"candidate_foreign_kernels", kDefaultCandidateForeignKernels, &R::candidate_foreign_kernels,
+       &R::candidate_foreign_kernels_source, &Policy::candidate_foreign_fail},
+      {"baseline_foreign_kernels", kDefaultBaselineForeignKernels, &R::baseline_foreign_kernels,
+       &R::baseline_foreign_kernels_source, &Policy::baseline_foreign_fail},
+      {"nondeterminism", kDefaultNondeterminism, &R::nondeterminism, &R::nondeterminism_source, &Policy::nondeterminism_fail},
+      {"sandbox", kDefaultSandbox, &R::sandbox, &R::sandbox_source, &Policy::sandbox_fail},
   };
-  for (const ChoiceSetting& c : kChoices) p.*c.fails = fail_or_allow(c.key, c.fallback, &(r.*c.recorded), &(r.*c.source));
-  std::stringstream list(value_of("library_controls", "", &r.library_controls_source));
+  for (const ChoiceSetting& c : kChoices) {
+    const std::string& v = p.*c.value = value_of(c.key, c.fallback, p.*c.source);
+    if (v != "fail" && v != "allow") throw ReportConfigError(p.*c.source + "='" + v + "' is not fail or allow");
+    p.*c.fails = v == "fail";
+  }
+  std::set<std::string> controls;  // sorted, each once
+  std::stringstream list(value_of("library_controls", "", p.library_controls_source));
   for (std::string k; std::getline(list, k, ',');)
-    if (!k.empty()) p.library_controls.insert(k);
-  r.library_controls.assign(p.library_controls.begin(), p.library_controls.end());
-  r.clock_rule =
+    if (!k.empty()) controls.insert(k);
+  p.library_controls.assign(controls.begin(), controls.end());
+  p.clock_rule =
       "per pair of clocks, |(candidate X - Y) - (baseline X - Y)| <= clock_tolerance * max(event_ms) + clock_slack_ms "
       "(event-time pairs) or + wall_slack_ms (wall vs event; 3 x wall_slack_ms for the wall time of the few fresh calls)";
-  r.plausibility_rule =
+  p.plausibility_rule =
       "no clock of the candidate below 1e3 * max(flops / (peak_tflops * 1e12), min_bytes / (hbm_tbps * 1e12)) ms";
-  r.isolation = "required: the candidate runs in a worker process";
+  p.isolation = "required: the candidate runs in a worker process";
   return p;
 }
 

@@ -46,17 +46,26 @@ GateReport parse_report(const json& j) {
   return r;
 }
 
-GateReport load_report(const std::filesystem::path& file) {
-  std::ifstream in(file);
-  if (!in) throw std::runtime_error("cannot read " + file.string());
-  json j;
-  try {
-    j = json::parse(in);
-  } catch (const json::exception& e) {
-    throw std::runtime_error(file.string() + ": not JSON: " + e.what());
+std::optional<json> read_json(const std::filesystem::path& file, std::string* error) {
+  std::ifstream f(file);
+  if (!f) {
+    *error = "cannot read " + file.string();
+    return std::nullopt;
   }
   try {
-    return parse_report(j);
+    return json::parse(f);
+  } catch (const json::exception& e) {
+    *error = file.string() + ": not JSON: " + e.what();
+    return std::nullopt;
+  }
+}
+
+GateReport load_report(const std::filesystem::path& file) {
+  std::string error;
+  const std::optional<json> j = read_json(file, &error);
+  if (!j) throw std::runtime_error(error);
+  try {
+    return parse_report(*j);
   } catch (const std::exception& e) {
     throw std::runtime_error(file.string() + ": " + e.what());
   }

@@ -338,7 +338,7 @@ void judge_timed_row(ScenarioResult& row, const bench::ComparisonDocument& P, co
   };
   if (auto sp = ps.speedup; sp && *sp < floor)
     flag("SCENARIO_BELOW_FLOOR", fmt::format("speedup {:.4f} < floor {:.4f}", *sp, floor));
-  const bool library_control = policy.library_controls.count(kernel) > 0;
+  const bool library_control = policy.library_control(kernel);
   judge_call_behaviour(cand, base, library_control, flag);
   // The GPU to itself: another process's work perturbs every clock of both kernels.
   if (auto seen = ps.gpu_processes; seen && *seen > ps.gpu_processes_expected)

@@ -4,25 +4,19 @@
 // so that the agent sees how far the candidate is from the fastest library on each scenario.
 #include <filesystem>
 #include <map>
-#include <optional>
 #include <string>
+
+#include "attngate/gate/report.hpp"  // BestBaselineRef, BestBaselinesInfo
 
 namespace attngate::hooks {
 
 inline constexpr const char* kBestBaselinesSchema = "attngate.best_baselines/1";
 
-struct BestBaseline {
-  std::string library;
-  double tflops = 0;
-  std::optional<double> ms;
-  std::string date, suite, source;
-};
-
 struct BestBaselines {
-  std::filesystem::path file;
-  std::string gpu, updated;
-  std::map<std::string, BestBaseline> scenarios;  // scenario id -> its best correct baseline
-  std::string note;  // why nothing was read ("no best-baseline file for NVIDIA H200 ..."); empty when read
+  // The report's record of the file: its path, GPU, date and count, or the note why nothing was
+  // read ("no best-baseline file for NVIDIA H200 ..."; empty when read).
+  BestBaselinesInfo info;
+  std::map<std::string, BestBaselineRef> scenarios;  // scenario id -> its best correct baseline
 };
 
 // "NVIDIA H200" -> "nvidia_h200": lowercased, every character that is not a letter or digit -> '_'.

@@ -5,7 +5,12 @@
 #include <string>
 #include <vector>
 
+#include "attngate/gate/process.hpp"
+
 namespace attngate::hooks {
+
+// `git -C repo args...`, its output captured.
+RunResult run_git(const std::filesystem::path& repo, std::vector<std::string> args);
 
 std::optional<std::filesystem::path> git_toplevel(const std::filesystem::path& dir);
 

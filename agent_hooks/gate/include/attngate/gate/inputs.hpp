@@ -67,8 +67,6 @@ class StartRecords {
   std::string notes_;  // unreadable records, or no marker: said where a test is reported as not run
 };
 
-// A file as JSON, else nothing with the reason in *error.
-std::optional<nlohmann::json> read_json(const std::filesystem::path& file, std::string* error);
 // verify.<kernel>.<id>.json in the results folder.
 std::filesystem::path result_file(const ReportInputs& in, const std::string& kernel, const std::string& id);
 // The comparison of kernel against baseline (bench/include/attngate/bench/comparison_document.hpp),

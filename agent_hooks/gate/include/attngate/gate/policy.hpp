@@ -2,8 +2,8 @@
 // The gate's settings as numbers (agent_hooks/README.md, "Setting targets"): the suites it judges,
 // the targets (the gate suite's settings, overridden by the environment) and the policy of every
 // rule (the suite's settings or the defaults below), each recorded in report.json with its source.
+#include <algorithm>
 #include <filesystem>
-#include <set>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -46,20 +46,13 @@ inline constexpr const char* kDefaultCandidateForeignKernels = "fail";  // FOREI
 inline constexpr const char* kDefaultBaselineForeignKernels = "allow";  // ... for the baseline (cuDNN is honest)
 inline constexpr const char* kDefaultNondeterminism = "fail";           // NONDETERMINISTIC
 
-// The policy every rule reads, and its record for report.json.
-struct Policy {
-  double clock_tolerance = 0;  // CLOCK_DISAGREE tolerance: this share of the slower event time ...
-  double clock_slack_ms = 0;   // ... plus this, for comparisons of event times (the worker's clocks)
-  double wall_slack_ms = 0;    // ... or plus this, for the judge's wall clock (it carries the process round trip)
-  double baseline_disturbed_us = 0;     // BASELINE_DISTURBED: the baseline's round trip may move this much
-  double baseline_alone_tolerance = 0;  // ... and its time from its time alone, as a share (0: not judged)
-  double baseline_alone_slack_us = 0;   // ... plus this many µs (a context switch more on tiny calls)
-  double worker_clock_trust_us = 0;     // CLOCK_DISAGREE (h): the most the candidate worker's word moved its clock
+// The policy every rule reads: the numbers and choices report.json records (PolicyRecord, each
+// with its source), and each fail-or-allow choice as the rules test it.
+struct Policy : PolicyRecord {
   bool candidate_foreign_fail = true, baseline_foreign_fail = false, nondeterminism_fail = true, sandbox_fail = true;
-  // Library-backed controls (the in-process cuDNN kernel): kernels under test that may launch
-  // kernels outside their inventory. The shipped gate names none, so a candidate never may.
-  std::set<std::string> library_controls;
-  PolicyRecord record;
+  bool library_control(const std::string& kernel) const {
+    return std::find(library_controls.begin(), library_controls.end(), kernel) != library_controls.end();
+  }
 };
 
 // Throws ReportConfigError naming the setting that is not a number, or not fail/allow.

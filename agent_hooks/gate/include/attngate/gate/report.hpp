@@ -115,13 +115,20 @@ NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(Correctness, suites, scenarios, 
 
 // The gate's policy (README: "Setting targets") as applied, each value with its source.
 struct PolicyRecord {
-  double clock_tolerance = 0, clock_slack_ms = 0, wall_slack_ms = 0, baseline_disturbed_us = 0,
-         baseline_alone_tolerance = 0, baseline_alone_slack_us = 0, worker_clock_trust_us = 0;
+  double clock_tolerance = 0;  // CLOCK_DISAGREE tolerance: this share of the slower event time ...
+  double clock_slack_ms = 0;   // ... plus this, for comparisons of event times (the worker's clocks)
+  double wall_slack_ms = 0;    // ... or plus this, for the judge's wall clock (it carries the process round trip)
+  double baseline_disturbed_us = 0;     // BASELINE_DISTURBED: the baseline's round trip may move this much
+  double baseline_alone_tolerance = 0;  // ... and its time from its time alone, as a share (0: not judged)
+  double baseline_alone_slack_us = 0;   // ... plus this many µs (a context switch more on tiny calls)
+  double worker_clock_trust_us = 0;     // CLOCK_DISAGREE (h): the most the candidate worker's word moved its clock
   std::string clock_tolerance_source, clock_slack_ms_source, wall_slack_ms_source, baseline_disturbed_us_source,
       baseline_alone_tolerance_source, baseline_alone_slack_us_source, worker_clock_trust_us_source;
   std::string candidate_foreign_kernels, baseline_foreign_kernels, nondeterminism, sandbox;  // fail | allow
   std::string candidate_foreign_kernels_source, baseline_foreign_kernels_source, nondeterminism_source,
       sandbox_source;
+  // Library-backed controls (the in-process cuDNN kernel): kernels under test that may launch
+  // kernels outside their inventory. The shipped gate names none, so a candidate never may.
   std::vector<std::string> library_controls;
   std::string library_controls_source;
   std::string clock_rule, plausibility_rule, isolation;
@@ -234,6 +241,8 @@ std::optional<long long> parse_iso8601(const std::string& text);
 // Throws std::runtime_error naming the offending field.
 GateReport parse_report(const nlohmann::json& j);
 GateReport load_report(const std::filesystem::path& file);
+// A file as JSON, else nothing with the reason in *error ("cannot read FILE", "FILE: not JSON: ...").
+std::optional<nlohmann::json> read_json(const std::filesystem::path& file, std::string* error);
 // A fail report made by attngate itself when the gate produced none (build failed, no report).
 GateReport synthesized_failure(const std::string& code, const std::string& detail);
 
