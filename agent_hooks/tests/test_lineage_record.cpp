@@ -298,6 +298,28 @@ TEST(LineageRecord, WhatALineCannotDoWithout) {
   EXPECT_THROW(json::parse(R"({"version":1,"questions":[{"trigger":"stall"}]})").get<Record>(), std::exception);
   EXPECT_THROW(json::parse(R"({"version":1,"churn":{"added":3}})").get<Record>(), std::exception);
   EXPECT_THROW(json::parse(R"({"version":1,"note":7})").get<Record>(), std::exception);
+  // Where the untyped reader ignored a field of the wrong type, the line is now unparseable.
+  EXPECT_THROW(json::parse(R"({"version":1,"git":"abc"})").get<Record>(), std::exception);
+  EXPECT_THROW(json::parse(R"({"version":1,"build_exit":"0"})").get<Record>(), std::exception);
+  EXPECT_THROW(json::parse(R"({"version":1,"signals":null})").get<Record>(), std::exception);
+}
+
+// A signal without its kind (the untyped reader skipped such a line) is read with an empty kind,
+// so the line still counts, and the schema names it.
+TEST(LineageRecord, ASignalWithoutItsKindIsKeptAndNamed) {
+  TempDir d;
+  Lineage l(d / "l.jsonl");
+  append_as_is(l, full_evaluation(1), true);
+  json bad = json::parse(raw_lines(l.file())[0]);
+  ASSERT_FALSE(bad["signals"].empty());
+  bad["version"] = 2;
+  bad["signals"][0].erase("kind");
+  std::ofstream(l.file(), std::ios::app) << bad.dump() << "\n";
+  const auto c = l.read();
+  ASSERT_EQ(c.records.size(), 2u);
+  EXPECT_EQ(c.records[1].signals[0].kind, "");
+  ASSERT_EQ(c.issues.size(), 1u);
+  EXPECT_NE(c.issues[0].message.find("$.signals[0]"), std::string::npos) << c.issues[0].str();
 }
 
 // The report's parts of a line are held to the schema too (a reason to its three keys, the geomean's
