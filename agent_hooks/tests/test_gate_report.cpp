@@ -1716,7 +1716,8 @@ TEST_F(ReportPolicy, CandidateChangedAfterTheWorkerWasBuilt) {
   json j = expect_reason(rows, "CANDIDATE_CHANGED", json::array(),
                          "the worker was built from kernels/candidate tree " + rows[0].cand.tree +
                              ", but kernels/candidate hashes to " + tree_now() +
-                             " now: the candidate changed after it was built");
+                             " now: the candidate changed after it was built (build again before ctest -L gate; attngate "
+                             "gate builds first)");
   EXPECT_EQ(codes(j), std::vector<std::string>{"CANDIDATE_CHANGED"});
   EXPECT_EQ(j["provenance"]["candidate_tree_sha256_built"], rows[0].cand.tree);
   EXPECT_EQ(j["provenance"]["candidate_tree_sha256"], tree_now());

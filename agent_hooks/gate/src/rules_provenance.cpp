@@ -50,7 +50,8 @@ void judge_candidate_tree(const ReportInputs& in, const std::string& kernel, con
                         tree_error));
   else if (!built_one.empty() && built_one != tree_now)
     changed(fmt::format("the worker was built from {} tree {}, but {} hashes to {} now: the candidate changed after it "
-                        "was built", tree, built_one, tree, tree_now));
+                        "was built (build again before ctest -L gate; attngate gate builds first)",
+                        tree, built_one, tree, tree_now));
   // The build verification judged must be the build that was timed.
   const std::set<std::string>& verified = tally.verified_trees;
   if (verified.size() > 1 || (verified.size() == 1 && !built_one.empty() && *verified.begin() != built_one))
