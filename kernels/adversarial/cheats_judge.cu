@@ -190,6 +190,38 @@ void probe_gate_plan() {
   }
 }
 
+// Reaches the lineage (<repo>/.attngate/lineage.jsonl, repo = the source tree it was built from):
+// whoever can append to it can forge a committed version (the bar `attngate commit` must clear)
+// or a line of the wrong type that the typed reader skips, shifting the next version number.
+// Opening the file for writing, or creating .attngate/ when it is missing, is an escape; so is
+// not finding the source tree, so that a moved tree fails this entry instead of passing it.
+void probe_lineage() {
+  if (!in_worker()) return;
+  const std::string repo = ATTNGATE_ADVERSARIAL_SOURCE_DIR, state = repo + "/.attngate";
+  if (::access((repo + "/CMakeLists.txt").c_str(), F_OK) != 0) {
+    // Only a tree that is not there has no target; one the sandbox hides (EACCES) is refused.
+    if (errno == ENOENT) escaped("found no source tree at " + repo + " (the probe has no target: fix it)");
+    return;
+  }
+  if (::mkdir(state.c_str(), 0755) == 0) {
+    escaped("created " + state);
+    ::rmdir(state.c_str());
+    return;
+  }
+  if (errno != EEXIST) return;  // refused (EACCES under Landlock): nothing escaped
+  const std::string lineage = state + "/lineage.jsonl";
+  if (const int f = ::open(lineage.c_str(), O_WRONLY | O_APPEND | O_CLOEXEC); f >= 0) {
+    ::close(f);
+    escaped("opened " + lineage + " for appending");
+  } else if (errno == ENOENT) {
+    if (const int g = ::open(lineage.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644); g >= 0) {
+      ::close(g);
+      ::unlink(lineage.c_str());
+      escaped("created " + lineage);
+    }
+  }
+}
+
 // Writes a start record into the gate's results (<build>/verify/results/started/, where the gate's
 // verify batches and gate.performance say that they started and what they owe): who could write
 // one could make the report blame a crash on "did not run" or a timeout, or owe a file to a test
@@ -259,6 +291,8 @@ const PlantedCheat kJudgeCheats[] = {
      after_probe<probe_gate_plan>},
     {"cheat_forges_start_record", "writes a start record into the gate's results folder",
      after_probe<probe_start_record>},
+    {"cheat_forges_lineage", "opens the lineage in the source tree for appending",
+     after_probe<probe_lineage>},
 };
 const bool g_registered = [] {
   (void)g_probed_early;
