@@ -18,6 +18,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <initializer_list>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -190,11 +191,36 @@ void probe_gate_plan() {
   }
 }
 
+// Creates each folder of `dirs` that is missing (in order) and then `file`, or opens it for
+// appending when it exists: each that works is an escape, undone at once. Stops at the first
+// refusal (EACCES under Landlock: nothing escaped).
+void probe_creates(std::initializer_list<std::string> dirs, const std::string& file) {
+  for (const std::string& dir : dirs) {
+    if (::mkdir(dir.c_str(), 0755) == 0) {
+      escaped("created " + dir);
+      ::rmdir(dir.c_str());
+      return;
+    }
+    if (errno != EEXIST) return;
+  }
+  const int f = ::open(file.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  if (f >= 0) {
+    ::close(f);
+    ::unlink(file.c_str());
+    escaped("created " + file);
+  } else if (errno == EEXIST) {
+    if (const int g = ::open(file.c_str(), O_WRONLY | O_APPEND | O_CLOEXEC); g >= 0) {
+      ::close(g);
+      escaped("opened " + file + " for writing");
+    }
+  }
+}
+
 // Reaches the lineage (<repo>/.attngate/lineage.jsonl, repo = the source tree it was built from):
 // whoever can append to it can forge a committed version (the bar `attngate commit` must clear)
 // or a line of the wrong type that the typed reader skips, shifting the next version number.
-// Opening the file for writing, or creating .attngate/ when it is missing, is an escape; so is
-// not finding the source tree, so that a moved tree fails this entry instead of passing it.
+// Creating .attngate/ or the file, or opening it for appending, is an escape; so is not finding
+// the source tree, so that a moved tree fails this entry instead of passing it.
 void probe_lineage() {
   if (!in_worker()) return;
   const std::string repo = ATTNGATE_ADVERSARIAL_SOURCE_DIR, state = repo + "/.attngate";
@@ -203,23 +229,7 @@ void probe_lineage() {
     if (errno == ENOENT) escaped("found no source tree at " + repo + " (the probe has no target: fix it)");
     return;
   }
-  if (::mkdir(state.c_str(), 0755) == 0) {
-    escaped("created " + state);
-    ::rmdir(state.c_str());
-    return;
-  }
-  if (errno != EEXIST) return;  // refused (EACCES under Landlock): nothing escaped
-  const std::string lineage = state + "/lineage.jsonl";
-  if (const int f = ::open(lineage.c_str(), O_WRONLY | O_APPEND | O_CLOEXEC); f >= 0) {
-    ::close(f);
-    escaped("opened " + lineage + " for appending");
-  } else if (errno == ENOENT) {
-    if (const int g = ::open(lineage.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644); g >= 0) {
-      ::close(g);
-      ::unlink(lineage.c_str());
-      escaped("created " + lineage);
-    }
-  }
+  probe_creates({state}, state + "/lineage.jsonl");
 }
 
 // Writes a start record into the gate's results (<build>/verify/results/started/, where the gate's
@@ -237,26 +247,7 @@ void probe_start_record() {
     escaped("found no " + verify + " (the probe has no target: fix it)");
     return;
   }
-  for (const std::string& dir : {results, started}) {
-    if (::mkdir(dir.c_str(), 0755) == 0) {
-      escaped("created " + dir);
-      ::rmdir(dir.c_str());
-      return;
-    }
-    if (errno != EEXIST) return;  // refused (EACCES under Landlock): nothing escaped
-  }
-  const std::string record = started + "/gate.performance.json";
-  const int f = ::open(record.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-  if (f >= 0) {
-    ::close(f);
-    ::unlink(record.c_str());
-    escaped("created " + record);
-  } else if (errno == EEXIST) {
-    if (const int g = ::open(record.c_str(), O_WRONLY | O_APPEND | O_CLOEXEC); g >= 0) {
-      ::close(g);
-      escaped("opened " + record + " for writing");
-    }
-  }
+  probe_creates({results, started}, started + "/gate.performance.json");
 }
 
 // The first probe runs before main(): a sandbox applied by the worker itself would come too late.
