@@ -460,12 +460,14 @@ struct alignas(64) TensorMaps {
 
 template <int D>
 struct Cfg {
-  static constexpr int kConsumers = 2;                      // consumer warpgroups, 64 rows each
+  // d64: three consumers (192 rows), as FA3: a third warp per scheduler to hide the softmax's
+  // latency, where the short GEMMs leave it the larger share of each tile.
+  static constexpr int kConsumers = D == 64 ? 3 : 2;        // consumer warpgroups, 64 rows each
   static constexpr int kThreads = 128 * (1 + kConsumers);   // warpgroup 0 produces
   static constexpr int kBlockM = 64 * kConsumers;
   // d256: 64 keys per tile keeps S (32 registers) + O (128) + P (16) under the consumers' 240.
   static constexpr int kBlockN = D == 256 ? 64 : 128;
-  static constexpr int kQAtomBytes = 128 * 128;              // 64 elements x 128 query rows
+  static constexpr int kQAtomBytes = kBlockM * 128;          // 64 elements x kBlockM query rows
   static constexpr int kKVAtomBytes = kBlockN * 128;         // 64 elements x kBlockN keys
   static constexpr int kQBytes = (D / 64) * kQAtomBytes;
   static constexpr int kKVBytes = (D / 64) * kKVAtomBytes;
@@ -473,9 +475,10 @@ struct Cfg {
   static constexpr int kStages = D == 256 ? 2 : 3;
   static constexpr int kBarriers = 1 + 4 * kStages;          // Q full; K, V full and empty per stage
   static constexpr int kSmemBytes = kQBytes + 2 * kStages * kKVBytes + 8 * kBarriers + 1024;  // 1 KB to align
-  // 128 x 24 + 256 x 240 registers = 64,512 of the SM's 65,536.
-  static constexpr int kProducerRegs = 24;
-  static constexpr int kConsumerRegs = 240;
+  // 128 x 24 + 256 x 240 = 64,512 of the SM's 65,536 registers; with three consumers 128 x 32 +
+  // 384 x 160 = 65,536.
+  static constexpr int kProducerRegs = kConsumers == 3 ? 32 : 24;
+  static constexpr int kConsumerRegs = kConsumers == 3 ? 160 : 240;
 };
 
 // ---- PTX wrappers -------------------------------------------------------------------------
@@ -607,10 +610,12 @@ struct Tile {
 template <int kBM, int kBN, bool kCausal>
 __device__ __forceinline__ Tile locate_tile(const AttnParams& p) {
   Tile t;
-  t.b = blockIdx.x / p.heads_q;
-  t.h = blockIdx.x - t.b * p.heads_q;
+  // Query blocks run fastest, so the blocks resident at one time share one head's K and V (and,
+  // under GQA, one KV head's) and read them from L2 rather than each from DRAM.
+  t.b = blockIdx.z;
+  t.h = blockIdx.y;
   t.hk = t.h / (p.heads_q / p.heads_kv);
-  t.m0 = (gridDim.y - 1 - blockIdx.y) * kBM;  // longest causal rows first
+  t.m0 = (gridDim.x - 1 - blockIdx.x) * kBM;  // longest causal rows of a head first
   int n_end = p.seqlen_k;
   if constexpr (kCausal) n_end = min(p.seqlen_k, t.m0 + kBM + p.seqlen_k - p.seqlen_q);
   t.n_blocks = n_end > 0 ? (n_end + kBN - 1) / kBN : 0;
@@ -740,7 +745,8 @@ __device__ __forceinline__ void online_softmax(float (&s)[kBN / 2], RowState& st
   st.sum[1] = st.sum[1] * corr[1] + sum[1];
 }
 
-// Named barriers 1 and 2 order the two consumers' GEMM issue (kPingPong).
+// Named barriers 1 .. kConsumers order the consumers' GEMM issue (kPingPong): consumer w waits on
+// barrier 1 + w and hands over to the next, in a ring.
 constexpr int kSchedBarrier = 1;
 
 // O += P V for one tile of keys, V MN-major in shared memory.
@@ -764,8 +770,8 @@ __device__ __forceinline__ void store_output(const AttnParams& p, const Tile& t,
     st.sum[r] += __shfl_xor_sync(0xffffffffu, st.sum[r], 2);
   }
   const float inv[2] = {st.sum[0] > 0.f ? 1.f / st.sum[0] : 0.f, st.sum[1] > 0.f ? 1.f / st.sum[1] : 0.f};
-  auto offset = [](int row, int chunk) {  // the TMA layout of a 128-row tile
-    return (chunk >> 3) * (128 * 128) + row * 128 + (((chunk & 7) ^ (row & 7)) << 4);
+  auto offset = [](int row, int chunk) {  // the TMA layout of the Q tile
+    return (chunk >> 3) * Cfg<D>::kQAtomBytes + row * 128 + (((chunk & 7) ^ (row & 7)) << 4);
   };
   const int g = warp * 16 + (lane >> 2);
 #pragma unroll
@@ -795,7 +801,7 @@ __device__ __forceinline__ void store_output(const AttnParams& p, const Tile& t,
   }
 }
 
-// One consumer warpgroup (ctid: its thread's index among the consumers' 256).
+// One consumer warpgroup (ctid: its thread's index among all the consumers' threads).
 template <typename T, int D, bool kCausal, bool kPingPong>
 __device__ __forceinline__ void consume(const AttnParams& p, const Ring<D>& ring, uint8_t* q_smem, const Tile& t,
                                         int ctid) {
@@ -835,9 +841,9 @@ __device__ __forceinline__ void consume(const AttnParams& p, const Ring<D>& ring
     if (it > 0) issue_pv<T, D>(acc_o, pa, ring.v_tile(sp));
     if (it > 0) wgmma_wait<1>(); else wgmma_wait<0>();  // S_j is done; the PV product may still run
     fence_regs(sc);
-    // The other consumer's turn: its GEMMs queue behind our PV product. (Arriving before the wait
+    // The next consumer's turn: its GEMMs queue behind our PV product. (Arriving before the wait
     // would put a non-wgmma instruction inside the wgmma pipeline stage, which ptxas serializes.)
-    if (kPingPong) named_arrive(kSchedBarrier + (wg ^ 1), 256);
+    if (kPingPong) named_arrive(kSchedBarrier + (wg + 1) % C::kConsumers, 256);
     mbar_arrive(ring.k_empty(s));
 
     const int n0 = (t.n_blocks - 1 - it) * kBN;
@@ -870,9 +876,9 @@ __device__ __forceinline__ void consume(const AttnParams& p, const Ring<D>& ring
   issue_pv<T, D>(acc_o, pa, ring.v_tile(last));
   wgmma_wait<0>();
   fence_regs(acc_o);
-  // The second consumer's last turn hands over to nobody: every sync above has its arrival. (A
+  // The last consumer's last turn hands over to nobody: every sync above has its arrival. (A
   // branch between a wgmma and its wait would serialize the wgmmas, so this comes after.)
-  if (kPingPong && wg == 0) named_arrive(kSchedBarrier + 1, 256);
+  if (kPingPong && wg + 1 < C::kConsumers) named_arrive(kSchedBarrier + wg + 1, 256);
   store_output<T, D>(p, t, q_smem, acc_o, st, warp, lane);
 }
 
@@ -959,8 +965,8 @@ cudaError_t launch_impl(const AttnParams& p, const TensorMaps& maps, cudaStream_
   cudaError_t err = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, C::kSmemBytes);
   if (err != cudaSuccess) return err;
   const int m_blocks = (p.seqlen_q + C::kBlockM - 1) / C::kBlockM;
-  if (m_blocks > 65535) return cudaErrorInvalidConfiguration;
-  const dim3 grid(static_cast<unsigned>(p.batch) * static_cast<unsigned>(p.heads_q), m_blocks);
+  if (p.heads_q > 65535 || p.batch > 65535) return cudaErrorInvalidConfiguration;
+  const dim3 grid(m_blocks, static_cast<unsigned>(p.heads_q), static_cast<unsigned>(p.batch));
   kernel<<<grid, C::kThreads, C::kSmemBytes, stream>>>(p, maps);
   return cudaGetLastError();
 }
