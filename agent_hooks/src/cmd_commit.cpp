@@ -175,7 +175,30 @@ void log_commit(const Context& ctx, int version) {
 
 }  // namespace cmd
 
-int cmd_commit(const Context& ctx) {
+namespace {
+
+// The evaluation to commit: the latest, or version N when no later evaluation measured its tree
+// again (the latest measurement of a tree is the one that counts, so re-running a tree until one
+// run is lucky and committing that one is refused).
+std::optional<Record> chosen_evaluation(const LineageContents& c, int version, std::string& why) {
+  if (version == 0) return c.last_evaluation();
+  std::optional<Record> found;
+  for (const auto& r : c.records) {
+    if (!r.is_evaluation()) continue;
+    if (r.version == version) found = r;
+    else if (found && r.version > version && r.candidate_tree_sha256 == found->candidate_tree_sha256) {
+      why = "version " + std::to_string(version) + " is not the latest evaluation of its tree: version " +
+            std::to_string(r.version) + " measured the same tree again (commit that one)";
+      return std::nullopt;
+    }
+  }
+  if (!found) why = "no evaluation with version " + std::to_string(version) + " in the lineage";
+  return found;
+}
+
+}  // namespace
+
+int cmd_commit(const Context& ctx, int version) {
   auto& err = *ctx.err;
   auto refuse = [&](const std::string& why) {
     err << "attngate commit: not committing: " << why << "\n";
@@ -189,7 +212,9 @@ int cmd_commit(const Context& ctx) {
     return kExitError;
   }
   print_issues(ctx, c.issues);
-  auto latest = c.last_evaluation();
+  std::string not_chosen;
+  auto latest = chosen_evaluation(c, version, not_chosen);
+  if (!not_chosen.empty()) return refuse(not_chosen);
   if (!latest) return refuse("no evaluation in " + ctx.lineage.string() + " (run attngate gate first)");
   const std::string dir = candidate_dir_rel(ctx);
   if (dir.empty() || dir == "." || dir.rfind("..", 0) == 0)

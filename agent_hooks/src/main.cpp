@@ -4,6 +4,7 @@
 
 #include <iostream>
 #include <iterator>
+#include <limits>
 #include <optional>
 #include <string>
 #include <vector>
@@ -107,6 +108,11 @@ int main(int argc, char** argv) {
   auto* commit = app.add_subcommand("commit", "Commit the candidate folder if its latest evaluation is a signed gate "
                                               "run of it at HEAD that passed and beats the best committed version "
                                               "beyond noise");
+  int commit_version = 0;
+  commit->add_option("--version", commit_version,
+                     "An earlier evaluation instead, if it is the latest of its tree and the folder holds that tree "
+                     "again")
+      ->check(CLI::Range(1, std::numeric_limits<int>::max()));
 
   std::string trigger;
   std::string ask_report;
@@ -228,7 +234,7 @@ int main(int argc, char** argv) {
     if (*history) return cmd_history(inspected, elites);
     if (*show) return cmd_show(inspected, show_version, as_json);
     if (*diff) return cmd_diff(inspected, diff_a, diff_b, as_json);
-    if (*commit) return cmd_commit(ctx);
+    if (*commit) return cmd_commit(ctx, commit_version);
     if (*ask) return cmd_ask(ctx, trigger, ask_report.empty() ? std::nullopt : std::optional<fs::path>(ask_report));
     if (*record) return cmd_record(ctx, record_report, note);
     if (*report) {

@@ -33,9 +33,9 @@ class Commit : public ::testing::Test {
                              std::move(reasons));
   }
   int gate_pass(double geomean, double ci_low) { return gate(report("pass", geomean, ci_low)); }
-  int commit() {
+  int commit(int version = 0) {
     sb.clear_streams();
-    return cmd_commit(sb.ctx);
+    return cmd_commit(sb.ctx, version);
   }
   std::string refusal() const { return sb.err.str(); }
   std::string status() { return git(sb.dir.path(), {"status", "--porcelain"}).out; }
@@ -52,9 +52,10 @@ class Commit : public ::testing::Test {
     test::write_file(sb.ctx.lineage, head + last.dump() + "\n");
   }
   // Asserts a refusal that names `why` and leaves HEAD where it was.
-  void expect_refused(const std::string& why) {
+  void expect_refused(const std::string& why) { expect_refused_version(0, why); }
+  void expect_refused_version(int version, const std::string& why) {
     auto head = sb.head();
-    EXPECT_EQ(commit(), kExitFail);
+    EXPECT_EQ(commit(version), kExitFail);
     EXPECT_NE(refusal().find(why), std::string::npos) << refusal();
     EXPECT_EQ(sb.head(), head);
   }
@@ -115,6 +116,32 @@ TEST_F(Commit, CommitsTheWholeFolderAndThenRequiresBeatingTheCommittedBest) {
   EXPECT_NE(sb.out.str().find("committed kernels/candidate as version 4"), std::string::npos) << sb.out.str();
   EXPECT_EQ(committed_files(), "kernels/candidate/candidate.cu\nkernels/candidate/tile.cuh\n");
   EXPECT_EQ(status(), "A  notes.txt\n");
+}
+
+// Session 15: a script gated several versions in one device call and wanted the best, not the last.
+TEST_F(Commit, CommitsAnEarlierVersionWhoseTreeTheFolderHoldsAgain) {
+  sb.set_candidate("// v1: the best\n");
+  EXPECT_EQ(gate_pass(1.30, 1.25), kExitPass);
+  sb.set_candidate("// v2: slower\n");
+  EXPECT_EQ(gate_pass(1.10, 1.05), kExitPass);
+  auto head = sb.head();
+  EXPECT_EQ(commit(7), kExitFail);
+  EXPECT_NE(refusal().find("no evaluation with version 7"), std::string::npos) << refusal();
+  // The folder holds v2: version 1's tree is not what would be committed.
+  expect_refused_version(1, "changed since version 1 was evaluated");
+  sb.set_candidate("// v1: the best\n");
+  ASSERT_EQ(commit(1), kExitPass) << refusal();
+  EXPECT_NE(sb.head(), head);
+  EXPECT_NE(last_message().find("attngate version 1, geomean 1.300x"), std::string::npos) << last_message();
+}
+
+TEST_F(Commit, RefusesAnEarlierVersionWhoseTreeWasMeasuredAgain) {
+  sb.set_candidate("// v1\n");
+  EXPECT_EQ(gate_pass(1.30, 1.25), kExitPass);
+  EXPECT_EQ(gate_pass(1.12, 1.08), kExitPass);  // the same tree, measured again: this one counts
+  expect_refused_version(1, "version 1 is not the latest evaluation of its tree: version 2 measured the same tree");
+  ASSERT_EQ(commit(2), kExitPass) << refusal();
+  EXPECT_NE(last_message().find("attngate version 2, geomean 1.120x"), std::string::npos) << last_message();
 }
 
 TEST_F(Commit, CommitsAnUntrackedCandidate) {

@@ -104,9 +104,10 @@ int cmd_history(const Context& ctx, bool elites = false);
 // One evaluated version, and two compared (inspect.cpp). 0, or 2 for an unknown version.
 int cmd_show(const Context& ctx, int version, bool json);
 int cmd_diff(const Context& ctx, int version_a, int version_b, bool json);
-// Commits the candidate folder if the latest evaluation is a signed, passing gate run of this tree
-// at this HEAD on this machine (README: Committing). 0 committed, 1 refused, 2 error.
-int cmd_commit(const Context& ctx);
+// Commits the candidate folder if the latest evaluation (or evaluation `version`, when it is the
+// latest of its tree) is a signed, passing gate run of this tree at this HEAD on this machine
+// (README: Committing). 0 committed, 1 refused, 2 error.
+int cmd_commit(const Context& ctx, int version = 0);
 int cmd_ask(const Context& ctx, const std::string& trigger, const std::optional<std::filesystem::path>& report);
 // `attngate report`: judges the outcomes of a gate run and writes report.json/report.md (or, with
 // prepare, clears them and writes the start marker). Empty paths default under build_dir
