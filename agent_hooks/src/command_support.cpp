@@ -239,12 +239,6 @@ std::pair<double, std::string> commit_bar(const Context& ctx, const Record& r) {
                              best->commit.substr(0, 12) + ")"};
 }
 
-StepBar committed_step_bar(const Context& ctx, const Record& r) {
-  auto [bar, what] = commit_bar(ctx, r);
-  if (what.rfind("the ", 0) == 0) what.erase(0, 4);  // the step's detail says "the" itself
-  return {bar, what};
-}
-
 // A copy of the candidate folder for the versions store (version_store.hpp); a folder that cannot
 // be kept costs only `diff` and restore suggestions, so it is a warning.
 std::unique_ptr<PendingVersion> take_version_copy(const Context& ctx, const std::string& tree) {
@@ -343,7 +337,7 @@ Evaluation evaluate(const Context& ctx, const EvaluationInput& in) {
     r.dry_run = in.dry_run;
     auto earlier = earlier_all.evaluations();
     r.churn = churn_for(ctx, earlier, r, source);
-    r.signals = compute_signals(earlier, r, cfg, committed_step_bar(ctx, r));
+    r.signals = compute_signals(earlier, r, cfg);
     for (auto& s : redirect_signals(earlier, r, r.signals, cfg, [&](const Record& x) { return restore_command(ctx, x); }))
       r.signals.push_back(std::move(s));
     r.triggers = triggers_of(r.signals);

@@ -101,24 +101,6 @@ TEST(Supervisor, SuspiciousStepOverPreviousBest) {
   EXPECT_TRUE(fired(last_signals({1.6}), "suspicious", "step"));
 }
 
-// A lineage begun afresh (session 15: a new machine) measures the step from the committed bar,
-// not from the baseline: v4d's 1.619x after v4c's committed 1.553x is no step.
-TEST(Supervisor, SuspiciousStepFromTheCommittedBarWhenHigher) {
-  const Record v4d = scored(1, 1.619);
-  EXPECT_TRUE(fired(compute_signals({}, v4d, {}), "suspicious", "step"));
-  const StepBar committed{1.553, "best committed version (1.553x, commit ab48faa)"};
-  EXPECT_FALSE(fired(compute_signals({}, v4d, {}, committed), "suspicious", "step"));
-  // A real step over the committed bar still fires, and names the bar.
-  const auto s = compute_signals({}, scored(1, 2.4), {}, committed);
-  const auto step = std::find_if(s.begin(), s.end(), [](const Signal& x) { return x.kind == "step"; });
-  ASSERT_NE(step, s.end());
-  EXPECT_NE(step->detail.find("is 1.545x the best committed version (1.553x"), std::string::npos) << step->detail;
-  // The lineage's best counts when it is the higher: 1.9 / 1.2 is a step, 1.9 / 1.553 would not be.
-  EXPECT_FALSE(fired(compute_signals({scored(1, 1.3)}, scored(2, 1.9), {}, committed), "suspicious", "step"));
-  EXPECT_TRUE(fired(compute_signals({scored(1, 1.2)}, scored(2, 1.9), {}, {1.1, "x"}), "suspicious", "step"));
-  EXPECT_FALSE(fired(compute_signals({scored(1, 1.2)}, scored(2, 1.9), {}, {1.3, "x"}), "suspicious", "step"));
-}
-
 TEST(Supervisor, SuspiciousAbovePeak) {
   Record cur = scored(1, 1.0);
   cur.scenarios[0].percent_of_peak = 100.5;
