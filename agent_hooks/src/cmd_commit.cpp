@@ -178,17 +178,20 @@ void log_commit(const Context& ctx, int version) {
 namespace {
 
 // The evaluation to commit: the latest, or version N when no later evaluation measured its tree
-// again (the latest measurement of a tree is the one that counts, so re-running a tree until one
-// run is lucky and committing that one is refused).
+// or its candidate.cu again. This is bookkeeping, not a guard: code changed by a comment measures
+// as another version, so picking the luckiest of several runs stays possible, bounded by commit's
+// interval bar (SECURITY.md).
 std::optional<Record> chosen_evaluation(const LineageContents& c, int version, std::string& why) {
   if (version == 0) return c.last_evaluation();
   std::optional<Record> found;
   for (const auto& r : c.records) {
     if (!r.is_evaluation()) continue;
     if (r.version == version) found = r;
-    else if (found && r.version > version && r.candidate_tree_sha256 == found->candidate_tree_sha256) {
+    else if (found && r.version > version &&
+             (r.candidate_tree_sha256 == found->candidate_tree_sha256 ||
+              (!r.candidate_sha256.empty() && r.candidate_sha256 == found->candidate_sha256))) {
       why = "version " + std::to_string(version) + " is not the latest evaluation of its tree: version " +
-            std::to_string(r.version) + " measured the same tree again (commit that one)";
+            std::to_string(r.version) + " measured the same tree or candidate source again (commit that one)";
       return std::nullopt;
     }
   }

@@ -140,6 +140,21 @@ TEST_F(Commit, RefusesAnEarlierVersionWhoseTreeWasMeasuredAgain) {
   EXPECT_EQ(gate_pass(1.30, 1.25), kExitPass);
   EXPECT_EQ(gate_pass(1.12, 1.08), kExitPass);  // the same tree, measured again: this one counts
   expect_refused_version(1, "version 1 is not the latest evaluation of its tree: version 2 measured the same tree");
+  // A file added beside the source changes the tree, not candidate.cu: still the same source.
+  test::write_file(sb.dir / "kernels" / "candidate" / "junk.txt", "x\n");
+  EXPECT_EQ(gate_pass(1.11, 1.07), kExitPass);
+  fs::remove(sb.dir / "kernels" / "candidate" / "junk.txt");
+  expect_refused_version(2, "version 2 is not the latest evaluation of its tree: version 3 measured the same tree or "
+                            "candidate source again");
+  test::write_file(sb.dir / "kernels" / "candidate" / "junk.txt", "x\n");
+  ASSERT_EQ(commit(3), kExitPass) << refusal();
+  EXPECT_NE(last_message().find("attngate version 3, geomean 1.110x"), std::string::npos) << last_message();
+}
+
+TEST_F(Commit, CommitsTheLatestOfTheSameTreeByVersion) {
+  sb.set_candidate("// v1\n");
+  EXPECT_EQ(gate_pass(1.30, 1.25), kExitPass);
+  EXPECT_EQ(gate_pass(1.12, 1.08), kExitPass);
   ASSERT_EQ(commit(2), kExitPass) << refusal();
   EXPECT_NE(last_message().find("attngate version 2, geomean 1.120x"), std::string::npos) << last_message();
 }
