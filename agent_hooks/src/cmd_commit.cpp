@@ -190,7 +190,8 @@ std::optional<Record> chosen_evaluation(const LineageContents& c, int version, s
     else if (found && r.version > version &&
              (r.candidate_tree_sha256 == found->candidate_tree_sha256 ||
               (!r.candidate_sha256.empty() && r.candidate_sha256 == found->candidate_sha256))) {
-      why = "version " + std::to_string(version) + " is not the latest evaluation of its tree: version " +
+      // (The tree clause covers records without candidate_sha256.)
+      why = "version " + std::to_string(version) + " is not the latest evaluation of its code: version " +
             std::to_string(r.version) + " measured the same tree or candidate source again (commit that one)";
       return std::nullopt;
     }

@@ -110,8 +110,8 @@ int main(int argc, char** argv) {
                                               "beyond noise");
   int commit_version = 0;
   commit->add_option("--version", commit_version,
-                     "An earlier evaluation instead, if it is the latest of its tree and the folder holds that tree "
-                     "again")
+                     "An earlier evaluation instead, if no later evaluation measured its tree or its candidate.cu "
+                     "again and the folder holds that tree again")
       ->check(CLI::Range(1, std::numeric_limits<int>::max()));
 
   std::string trigger;

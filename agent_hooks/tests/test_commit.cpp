@@ -139,12 +139,12 @@ TEST_F(Commit, RefusesAnEarlierVersionWhoseTreeWasMeasuredAgain) {
   sb.set_candidate("// v1\n");
   EXPECT_EQ(gate_pass(1.30, 1.25), kExitPass);
   EXPECT_EQ(gate_pass(1.12, 1.08), kExitPass);  // the same tree, measured again: this one counts
-  expect_refused_version(1, "version 1 is not the latest evaluation of its tree: version 2 measured the same tree");
+  expect_refused_version(1, "version 1 is not the latest evaluation of its code: version 2 measured the same tree");
   // A file added beside the source changes the tree, not candidate.cu: still the same source.
   test::write_file(sb.dir / "kernels" / "candidate" / "junk.txt", "x\n");
   EXPECT_EQ(gate_pass(1.11, 1.07), kExitPass);
   fs::remove(sb.dir / "kernels" / "candidate" / "junk.txt");
-  expect_refused_version(2, "version 2 is not the latest evaluation of its tree: version 3 measured the same tree or "
+  expect_refused_version(2, "version 2 is not the latest evaluation of its code: version 3 measured the same tree or "
                             "candidate source again");
   test::write_file(sb.dir / "kernels" / "candidate" / "junk.txt", "x\n");
   ASSERT_EQ(commit(3), kExitPass) << refusal();

@@ -104,8 +104,8 @@ int cmd_history(const Context& ctx, bool elites = false);
 // One evaluated version, and two compared (inspect.cpp). 0, or 2 for an unknown version.
 int cmd_show(const Context& ctx, int version, bool json);
 int cmd_diff(const Context& ctx, int version_a, int version_b, bool json);
-// Commits the candidate folder if the latest evaluation (or evaluation `version`, when it is the
-// latest of its tree) is a signed, passing gate run of this tree at this HEAD on this machine
+// Commits the candidate folder if the latest evaluation (or evaluation `version`, when no later
+// one measured its tree or its candidate.cu) is a signed, passing gate run of this tree at this HEAD on this machine
 // (README: Committing). 0 committed, 1 refused, 2 error.
 int cmd_commit(const Context& ctx, int version = 0);
 int cmd_ask(const Context& ctx, const std::string& trigger, const std::optional<std::filesystem::path>& report);
