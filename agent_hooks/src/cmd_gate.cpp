@@ -242,14 +242,15 @@ std::string geomean_text(const Geomean& g) {
          (g.ci_low && g.ci_high ? "[" + fmt::format("{:.3f}", *g.ci_low) + ", " + fmt::format("{:.3f}", *g.ci_high) + "]" : "none");
 }
 
-bool intervals_overlap(const Geomean& a, const Geomean& b) {
+// Whether the two 95% intervals overlap, or lie at most `gap` (relative to the lower's top) apart.
+bool intervals_overlap(const Geomean& a, const Geomean& b, double gap) {
   return a.ci_low && a.ci_high && b.ci_low && b.ci_high &&
-         std::max(*a.ci_low, *b.ci_low) <= std::min(*a.ci_high, *b.ci_high);
+         std::max(*a.ci_low, *b.ci_low) <= std::min(*a.ci_high, *b.ci_high) * (1 + std::max(gap, 0.0));
 }
 
 // Why the re-run does not confirm the first run's gain; empty when it does (it passes and the two
-// geomeans' 95% intervals overlap).
-std::string unconfirmed_why(const GateReport& first, const GateReport& second) {
+// geomeans' 95% intervals overlap, within suspicious.confirm_gap).
+std::string unconfirmed_why(const GateReport& first, const GateReport& second, double gap) {
   if (second.verdict != "pass") {
     std::vector<std::string> codes;
     for (const auto& r : second.reasons) codes.push_back(r.code);
@@ -258,9 +259,10 @@ std::string unconfirmed_why(const GateReport& first, const GateReport& second) {
       why += ": " + second.reasons.front().detail;
     return why;
   }
-  if (!intervals_overlap(first.geomean, second.geomean))
+  if (!intervals_overlap(first.geomean, second.geomean, gap))
     return "the re-run with fresh seeds measured geomean " + geomean_text(second.geomean) + ", the first run " +
-           geomean_text(first.geomean) + ": the 95% intervals do not overlap";
+           geomean_text(first.geomean) + ": the 95% intervals lie more than " + fmt::format("{:.1f}%", 100 * gap) +
+           " apart (suspicious.confirm_gap)";
   return {};
 }
 
@@ -324,7 +326,8 @@ std::string confirm_suspicious_gain(const Context& ctx, const GateOptions& o, co
   const fs::path gate = build / "gate";
   const std::optional<std::string> first_md = read_file(gate / "report.md");
   const EvaluationInput second = rerun_gate_tests(ctx, o, build, before, in);
-  const std::string why = unconfirmed_why(in.report, second.report);
+  const double gap = load_supervisor(ctx).suspicious.confirm_gap;
+  const std::string why = unconfirmed_why(in.report, second.report, gap);
   for (const auto& r : second.report.reasons)
     if (r.code == "CANDIDATE_CHANGED" || r.code == "HEAD_CHANGED") fail_with(in.report, r.code, r.detail);
   in.suspicious_confirmed = why.empty();
@@ -332,7 +335,10 @@ std::string confirm_suspicious_gain(const Context& ctx, const GateOptions& o, co
   write_recorded_report(gate, *first_raw, first_md, second, in);
   std::string line = "attngate: re-measured the suspicious gain (" + fmt::format("{}", fmt::join(kinds, ", ")) + ") with fresh seeds: ";
   if (!why.empty()) return line + "NOT confirmed: " + why + "\n";
-  return line + "confirmed, geomean " + geomean_text(second.report.geomean) + " overlaps the first run's " +
+  const bool overlap = intervals_overlap(second.report.geomean, in.report.geomean, 0);
+  return line + "confirmed, geomean " + geomean_text(second.report.geomean) +
+         (overlap ? std::string(" overlaps the first run's ")
+                  : fmt::format(" lies within suspicious.confirm_gap ({:.1f}%) of the first run's ", 100 * gap)) +
          geomean_text(in.report.geomean) + " (" + second.report_path + ")\n";
 }
 

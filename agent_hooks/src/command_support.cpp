@@ -49,6 +49,7 @@ SupervisorConfig supervisor_config(const Context& ctx) {
   apply_supervisor_file(cfg, *ctx.supervisor_file);
   cfg.suspicious.step_speedup = std::min(cfg.suspicious.step_speedup, base.suspicious.step_speedup);
   cfg.suspicious.peak_percent = std::min(cfg.suspicious.peak_percent, base.suspicious.peak_percent);
+  cfg.suspicious.confirm_gap = std::min(cfg.suspicious.confirm_gap, base.suspicious.confirm_gap);
   cfg.redirect.restart_after = std::min(cfg.redirect.restart_after, base.redirect.restart_after);
   cfg.redirect.human_after = std::min(cfg.redirect.human_after, base.redirect.human_after);
   return cfg;

@@ -92,6 +92,7 @@ void apply_supervisor_file(SupervisorConfig& c, const std::filesystem::path& fil
         {"churn_min_added_lines", num(c.cycle.churn_min_added_lines)}}},
       {"suspicious",
        {{"step_speedup", num(c.suspicious.step_speedup)},
+        {"confirm_gap", num(c.suspicious.confirm_gap)},
         {"peak_percent", num(c.suspicious.peak_percent)},
         {"wall_kernel_gap", num(c.suspicious.wall_kernel_gap)},
         {"kernel_count_change", num(c.suspicious.kernel_count_change)},

@@ -358,8 +358,8 @@ TEST_F(SuspiciousGain, AReRunOutsideTheIntervalFailsItAsUnconfirmed) {
             std::string::npos)
       << sb.out.str();
   EXPECT_NE(sb.out.str().find("reason SUSPICIOUS_UNCONFIRMED: the re-run with fresh seeds measured geomean 1.300x "
-                              "CI [1.250, 1.350], the first run 1.800x CI [1.700, 1.900]: the 95% intervals do not "
-                              "overlap"),
+                              "CI [1.250, 1.350], the first run 1.800x CI [1.700, 1.900]: the 95% intervals lie "
+                              "more than 1.0% apart (suspicious.confirm_gap)"),
             std::string::npos)
       << sb.out.str();
   const Record r = last_record();
@@ -377,6 +377,25 @@ TEST_F(SuspiciousGain, AReRunOutsideTheIntervalFailsItAsUnconfirmed) {
   EXPECT_EQ(cmd_gate(sb.ctx, fake.options()), kExitFail);
   EXPECT_FALSE(last_record().suspicious_confirmed);
   expect_refused("version 2 failed the gate (SUSPICIOUS_UNCONFIRMED)");
+}
+
+// Two honest gate runs differ by more than their intervals' width (v6 on the H200, 2026-12-03:
+// [1.713, 1.717] then [1.722, 1.726]); the shipped confirm_gap (1 %) lets such a re-run confirm.
+TEST_F(SuspiciousGain, AReRunJustBeyondTheIntervalConfirmsWithinTheGap) {
+  sb.set_candidate("// v1\n");
+  EXPECT_EQ(gate_step(report("pass", 1.92, 1.915)), kExitPass) << sb.out.str();  // 1.915 <= 1.9 * 1.01
+  EXPECT_NE(sb.out.str().find("confirmed, geomean 1.920x CI [1.915, 1.925] lies within suspicious.confirm_gap (1.0%) "
+                              "of the first run's 1.800x CI [1.700, 1.900]"),
+            std::string::npos)
+      << sb.out.str();
+  EXPECT_TRUE(last_record().suspicious_confirmed);
+  sb.set_candidate("// v2\n");
+  EXPECT_EQ(gate_step(report("pass", 1.94, 1.93)), kExitFail);  // 1.93 > 1.919
+  EXPECT_NE(sb.out.str().find("lie more than 1.0% apart (suspicious.confirm_gap)"), std::string::npos) << sb.out.str();
+  // An agent's own supervisor file may narrow the gap, never widen it.
+  test::write_file(sb.dir / "build" / "loose.yaml", "suspicious:\n  confirm_gap: 0.5\n");
+  sb.ctx.supervisor_file = sb.dir / "build" / "loose.yaml";
+  EXPECT_DOUBLE_EQ(load_supervisor(sb.ctx).suspicious.confirm_gap, 0.01);
 }
 
 TEST_F(SuspiciousGain, AFailingReRunFailsItAsUnconfirmed) {

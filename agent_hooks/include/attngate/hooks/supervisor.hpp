@@ -25,6 +25,9 @@ struct SupervisorConfig {
   } cycle;
   struct {
     double step_speedup = 1.5;
+    // A confirming re-run's interval may lie this far (relative) from the first run's and still
+    // confirm it: two honest gate runs differ by more than their intervals' width.
+    double confirm_gap = 0.01;
     double peak_percent = 100;
     double wall_kernel_gap = 0.10;
     bool kernel_count_change = true;
