@@ -261,7 +261,8 @@ std::string unconfirmed_why(const GateReport& first, const GateReport& second, d
   }
   if (!intervals_overlap(first.geomean, second.geomean, gap))
     return "the re-run with fresh seeds measured geomean " + geomean_text(second.geomean) + ", the first run " +
-           geomean_text(first.geomean) + ": the 95% intervals lie more than " + fmt::format("{:.1f}%", 100 * gap) +
+           geomean_text(first.geomean) + ": the 95% intervals lie more than " +
+           fmt::format("{:.1f}%", 100 * std::max(gap, 0.0)) +
            " apart (suspicious.confirm_gap)";
   return {};
 }

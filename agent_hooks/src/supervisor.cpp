@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdio>
 #include <functional>
+#include <type_traits>
 #include <map>
 #include <set>
 #include <stdexcept>
@@ -27,6 +28,10 @@ void read_value(const YAML::Node& n, T& out, const std::filesystem::path& file, 
   } catch (const YAML::Exception&) {
     throw std::runtime_error(where(file, n) + ": '" + key + "' has the wrong type");
   }
+  // A NaN would pass every min() against the shipped value and fail or skip every comparison.
+  if constexpr (std::is_floating_point_v<T>)
+    if (!std::isfinite(out) || out < 0)
+      throw std::runtime_error(where(file, n) + ": '" + key + "' must be a finite number >= 0");
 }
 
 std::string fx(double v) { return fmt::format("{:.3f}x", v); }

@@ -392,10 +392,32 @@ TEST_F(SuspiciousGain, AReRunJustBeyondTheIntervalConfirmsWithinTheGap) {
   sb.set_candidate("// v2\n");
   EXPECT_EQ(gate_step(report("pass", 1.94, 1.93)), kExitFail);  // 1.93 > 1.919
   EXPECT_NE(sb.out.str().find("lie more than 1.0% apart (suspicious.confirm_gap)"), std::string::npos) << sb.out.str();
+  // A re-run below the first run's interval is judged the same way (the fluke's direction).
+  sb.set_candidate("// v3\n");
+  fake.next_report(report("pass", 1.8, 1.7));
+  fake.then_report(report("pass", 1.66, 1.63));  // top 1.69: no overlap, but 1.70 <= 1.69 * 1.01
+  sb.clear_streams();
+  EXPECT_EQ(cmd_gate(sb.ctx, fake.options()), kExitPass) << sb.out.str();
+  sb.set_candidate("// v4\n");
+  fake.next_report(report("pass", 1.8, 1.7));
+  fake.then_report(report("pass", 1.64, 1.6));  // top 1.68: 1.70 <= 1.68 * 1.01 = 1.6968 fails
+  sb.clear_streams();
+  EXPECT_EQ(cmd_gate(sb.ctx, fake.options()), kExitFail) << sb.out.str();
   // An agent's own supervisor file may narrow the gap, never widen it.
   test::write_file(sb.dir / "build" / "loose.yaml", "suspicious:\n  confirm_gap: 0.5\n");
   sb.ctx.supervisor_file = sb.dir / "build" / "loose.yaml";
   EXPECT_DOUBLE_EQ(load_supervisor(sb.ctx).suspicious.confirm_gap, 0.01);
+  test::write_file(sb.dir / "build" / "narrow.yaml", "suspicious:\n  confirm_gap: 0\n");
+  sb.ctx.supervisor_file = sb.dir / "build" / "narrow.yaml";
+  sb.set_candidate("// v5\n");
+  EXPECT_EQ(gate_step(report("pass", 1.92, 1.915)), kExitFail);  // confirmed above with the shipped gap
+  // A NaN or negative gap is refused when the file is read.
+  test::write_file(sb.dir / "build" / "nan.yaml", "suspicious:\n  confirm_gap: .nan\n");
+  sb.ctx.supervisor_file = sb.dir / "build" / "nan.yaml";
+  EXPECT_THROW(load_supervisor(sb.ctx), std::runtime_error);
+  test::write_file(sb.dir / "build" / "neg.yaml", "suspicious:\n  confirm_gap: -1\n");
+  sb.ctx.supervisor_file = sb.dir / "build" / "neg.yaml";
+  EXPECT_THROW(load_supervisor(sb.ctx), std::runtime_error);
 }
 
 TEST_F(SuspiciousGain, AFailingReRunFailsItAsUnconfirmed) {
