@@ -46,7 +46,8 @@ struct SupervisorConfig {
   } redirect;
 };
 
-// Overrides the keys present in the file; unknown keys and wrong types are errors (file:line).
+// Overrides the keys present in the file; unknown keys, wrong types and numbers that are not finite
+// and >= 0 are errors (file:line).
 void apply_supervisor_file(SupervisorConfig& config, const std::filesystem::path& file);
 
 // A version whose measurement counts: it has a geomean, every scenario is correct and it failed (if
