@@ -105,8 +105,8 @@ int cmd_history(const Context& ctx, bool elites = false);
 int cmd_show(const Context& ctx, int version, bool json);
 int cmd_diff(const Context& ctx, int version_a, int version_b, bool json);
 // Commits the candidate folder if the latest evaluation (or evaluation `version`, when no later
-// one measured its tree or its candidate.cu) is a signed, passing gate run of this tree at this HEAD on this machine
-// (README: Committing). 0 committed, 1 refused, 2 error.
+// one measured its tree or its candidate.cu) is a signed, passing gate run of this tree at this
+// HEAD on this machine (README: Committing). 0 committed, 1 refused, 2 error.
 int cmd_commit(const Context& ctx, int version = 0);
 int cmd_ask(const Context& ctx, const std::string& trigger, const std::optional<std::filesystem::path>& report);
 // `attngate report`: judges the outcomes of a gate run and writes report.json/report.md (or, with
