@@ -218,8 +218,7 @@ TreeListing snapshot_candidate(const Context& ctx, EvaluationInput& in) {
 // The supervisor's `suspicious` signals on this report as evaluate() will compute them, plus
 // commit's own step check against the committed bar (a second gate run of the same tree hides the
 // supervisor's step signal, never that one): what calls for the re-run.
-std::vector<Signal> suspicious_signals(const Context& ctx, const EvaluationInput& in) {
-  const SupervisorConfig cfg = load_supervisor(ctx);
+std::vector<Signal> suspicious_signals(const Context& ctx, const SupervisorConfig& cfg, const EvaluationInput& in) {
   Record cur;
   cur.time = now_iso8601();
   copy_report(cur, in.report);
@@ -317,7 +316,8 @@ std::string confirm_suspicious_gain(const Context& ctx, const GateOptions& o, co
                                     EvaluationInput& in) {
   in.suspicious_confirmed = false;
   if (in.report.verdict != "pass" || !first_raw) return {};
-  const std::vector<Signal> signals = suspicious_signals(ctx, in);
+  const SupervisorConfig cfg = load_supervisor(ctx);
+  const std::vector<Signal> signals = suspicious_signals(ctx, cfg, in);
   if (signals.empty()) return {};
   std::vector<std::string> kinds;
   for (const auto& s : signals) kinds.push_back(s.kind);
@@ -327,7 +327,7 @@ std::string confirm_suspicious_gain(const Context& ctx, const GateOptions& o, co
   const fs::path gate = build / "gate";
   const std::optional<std::string> first_md = read_file(gate / "report.md");
   const EvaluationInput second = rerun_gate_tests(ctx, o, build, before, in);
-  const double gap = load_supervisor(ctx).suspicious.confirm_gap;
+  const double gap = cfg.suspicious.confirm_gap;
   const std::string why = unconfirmed_why(in.report, second.report, gap);
   for (const auto& r : second.report.reasons)
     if (r.code == "CANDIDATE_CHANGED" || r.code == "HEAD_CHANGED") fail_with(in.report, r.code, r.detail);
