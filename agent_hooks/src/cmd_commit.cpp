@@ -71,19 +71,25 @@ std::string step_refusal(const Record& r, double bar, const std::string& bar_wha
          fmt::format("{:.3f}x", g / bar) + " " + bar_what + "); run attngate gate again so the re-measurement confirms it";
 }
 
-std::string commit_message(const Record& r, const std::string& bar_what) {
+// The trailers, signed with the receipt key (receipt.hpp CommitTrailers) so that a later lineage on
+// this machine can believe the geomean without a record of it.
+std::string commit_message(const Record& r, const std::string& bar_what, const std::string& key) {
   const double lo = *r.geomean.ci_low, hi = r.geomean.ci_high.value_or(lo);
+  const CommitTrailers t{std::to_string(r.version), fmt::format("{:.6g}", *r.geomean.speedup),
+                         fmt::format("{:.6g} {:.6g}", lo, hi), r.target.baseline.empty() ? "unknown" : r.target.baseline,
+                         r.candidate_sha256, r.candidate_tree_sha256};
   std::ostringstream msg;
   msg << "candidate: attngate version " << r.version << ", geomean " << fmt::format("{:.3f}x", *r.geomean.speedup) << " (CI "
       << fmt::format("{:.3f}", lo) << "-" << fmt::format("{:.3f}", hi) << ")\n\n"
       << "Passed the gate" << (r.target.baseline.empty() ? "" : " against " + r.target.baseline)
       << " and its CI lower bound clears " << bar_what << ".\n\n"
-      << "Attngate-Version: " << r.version << "\n"
-      << "Attngate-Geomean: " << fmt::format("{:.6g}", *r.geomean.speedup) << "\n"
-      << "Attngate-CI: " << fmt::format("{:.6g}", lo) << " " << fmt::format("{:.6g}", hi) << "\n"
-      << "Attngate-Baseline: " << (r.target.baseline.empty() ? "unknown" : r.target.baseline) << "\n"
-      << "Attngate-Candidate-Sha256: " << r.candidate_sha256 << "\n"
-      << "Attngate-Candidate-Tree-Sha256: " << r.candidate_tree_sha256 << "\n";
+      << "Attngate-Version: " << t.version << "\n"
+      << "Attngate-Geomean: " << t.geomean << "\n"
+      << "Attngate-CI: " << t.ci << "\n"
+      << "Attngate-Baseline: " << t.baseline << "\n"
+      << "Attngate-Candidate-Sha256: " << t.candidate_sha256 << "\n"
+      << "Attngate-Candidate-Tree-Sha256: " << t.candidate_tree_sha256 << "\n"
+      << "Attngate-Receipt: " << commit_receipt_hmac(t, key) << "\n";
   return msg.str();
 }
 
@@ -241,7 +247,9 @@ int cmd_commit(const Context& ctx, int version) {
     return refuse("the CI lower bound " + fmt::format("{:.3f}", lo) + " of " + version_name(*latest) + " does not clear " +
                   best_what);
   try {
-    if (auto why = commit_folder(ctx, *latest, commit_message(*latest, best_what)); !why.empty()) return refuse(why);
+    const std::string key = load_receipt_key(receipt_key_file(), ctx.repo, /*create=*/false);
+    if (auto why = commit_folder(ctx, *latest, commit_message(*latest, best_what, key)); !why.empty())
+      return refuse(why);
   } catch (const std::exception& e) {
     err << "attngate commit: " << e.what() << "\n";
     return kExitError;

@@ -223,7 +223,7 @@ std::vector<Signal> suspicious_signals(const Context& ctx, const SupervisorConfi
   cur.time = now_iso8601();
   copy_report(cur, in.report);
   std::vector<Signal> found;
-  for (auto& s : compute_signals(Lineage(ctx.lineage).read().evaluations(), cur, cfg))
+  for (auto& s : compute_signals(Lineage(ctx.lineage).read().evaluations(), cur, cfg, committed_step_bar(ctx, cur)))
     if (s.trigger == "suspicious") found.push_back(std::move(s));
   const bool step = std::any_of(found.begin(), found.end(), [](const Signal& s) { return s.kind == "step"; });
   if (!step && cur.geomean.speedup) {

@@ -240,6 +240,32 @@ std::pair<double, std::string> commit_bar(const Context& ctx, const Record& r) {
                              best->commit.substr(0, 12) + ")"};
 }
 
+// Unlike commit_bar, a commit counts only if its Attngate-Receipt verifies under this machine's key
+// and its candidate folder is the tree the receipt signed (trailers pasted onto another commit do
+// not count), against the same named baseline: a higher bar switches the confirming re-run off, so
+// a hand-made trailer must not raise it. Without a key (nothing was ever gated here) the bar is the
+// baseline's.
+StepBar committed_step_bar(const Context& ctx, const Record& r) {
+  std::string key;
+  try {
+    key = load_receipt_key(receipt_key_file(), ctx.repo, /*create=*/false);
+  } catch (const std::exception&) {
+    return {};
+  }
+  std::optional<CommittedVersion> best;
+  for (const auto& v : git_committed_versions(ctx.repo)) {
+    if (r.target.baseline.empty() || v.baseline != r.target.baseline || (best && v.geomean <= best->geomean)) continue;
+    const CommitTrailers t{v.version_text, v.geomean_text, v.ci, v.baseline, v.candidate_sha256, v.candidate_tree_sha256};
+    if (!commit_receipt_valid(t, v.receipt, key)) continue;
+    const auto folder = git_folder(ctx.repo, v.commit, candidate_dir_rel(ctx));
+    if (!folder || files_tree_sha256(*folder) != v.candidate_tree_sha256) continue;
+    best = v;
+  }
+  if (!best) return {};
+  return {best->geomean, "best committed version (" + fmt::format("{:.3f}x", best->geomean) + ", commit " +
+                             best->commit.substr(0, 12) + ", its receipt verified)"};
+}
+
 // A copy of the candidate folder for the versions store (version_store.hpp); a folder that cannot
 // be kept costs only `diff` and restore suggestions, so it is a warning.
 std::unique_ptr<PendingVersion> take_version_copy(const Context& ctx, const std::string& tree) {
@@ -338,7 +364,7 @@ Evaluation evaluate(const Context& ctx, const EvaluationInput& in) {
     r.dry_run = in.dry_run;
     auto earlier = earlier_all.evaluations();
     r.churn = churn_for(ctx, earlier, r, source);
-    r.signals = compute_signals(earlier, r, cfg);
+    r.signals = compute_signals(earlier, r, cfg, committed_step_bar(ctx, r));
     for (auto& s : redirect_signals(earlier, r, r.signals, cfg, [&](const Record& x) { return restore_command(ctx, x); }))
       r.signals.push_back(std::move(s));
     r.triggers = triggers_of(r.signals);

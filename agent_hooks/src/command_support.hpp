@@ -57,6 +57,8 @@ void print_issues(const Context& ctx, const std::vector<LineageIssue>& issues);
 std::string limit_context_of(const std::vector<ScenarioResult>& scenarios, const Baselines& baselines);
 void copy_report(Record& r, const GateReport& report);
 std::pair<double, std::string> commit_bar(const Context& ctx, const Record& r);
+// The same bar for the supervisor's step signal (supervisor.hpp StepBar).
+StepBar committed_step_bar(const Context& ctx, const Record& r);
 std::unique_ptr<PendingVersion> take_version_copy(const Context& ctx, const std::string& tree);
 void keep_version_copy(const Context& ctx, PendingVersion* copy, int version);
 GateReport report_with_ctest_status(GateReport report, int ctest_exit);

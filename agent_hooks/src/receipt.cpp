@@ -130,13 +130,33 @@ std::string receipt_message(const Record& r) {
 
 std::string receipt_hmac(const Record& r, const std::string& key) { return hmac_sha256_hex(key, receipt_message(r)); }
 
-bool receipt_valid(const Record& r, const std::string& key) {
-  if (!r.receipt) return false;
-  const std::string expected = receipt_hmac(r, key), &got = r.receipt->hmac_sha256;
+namespace {
+// Constant time: the comparison does not leak how much matched.
+bool same_hmac(const std::string& got, const std::string& expected) {
   if (got.size() != expected.size()) return false;
-  unsigned char diff = 0;  // constant time: the comparison does not leak how much matched
+  unsigned char diff = 0;
   for (std::size_t i = 0; i < got.size(); ++i) diff |= static_cast<unsigned char>(got[i] ^ expected[i]);
   return diff == 0;
+}
+}  // namespace
+
+bool receipt_valid(const Record& r, const std::string& key) {
+  return r.receipt && same_hmac(r.receipt->hmac_sha256, receipt_hmac(r, key));
+}
+
+// Its own first line, so neither kind of receipt can stand for the other.
+std::string commit_receipt_message(const CommitTrailers& t) {
+  return "attngate.commit_receipt/1\nversion=" + t.version + "\ngeomean=" + t.geomean + "\nci=" + t.ci +
+         "\nbaseline=" + t.baseline + "\ncandidate_sha256=" + t.candidate_sha256 +
+         "\ncandidate_tree_sha256=" + t.candidate_tree_sha256 + "\n";
+}
+
+std::string commit_receipt_hmac(const CommitTrailers& t, const std::string& key) {
+  return hmac_sha256_hex(key, commit_receipt_message(t));
+}
+
+bool commit_receipt_valid(const CommitTrailers& t, const std::string& hmac, const std::string& key) {
+  return !key.empty() && same_hmac(hmac, commit_receipt_hmac(t, key));
 }
 
 }  // namespace attngate::hooks

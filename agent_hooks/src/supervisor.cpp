@@ -143,7 +143,7 @@ bool is_scored(const Record& r) {
 }
 
 std::vector<Signal> compute_signals(const std::vector<Record>& earlier, const Record& cur,
-                                    const SupervisorConfig& cfg) {
+                                    const SupervisorConfig& cfg, const StepBar& committed) {
   std::vector<Signal> out;
   auto add = [&](const char* trigger, const char* kind, std::string detail) {
     out.push_back({trigger, kind, std::move(detail)});
@@ -221,11 +221,12 @@ std::vector<Signal> compute_signals(const std::vector<Record>& earlier, const Re
 
   // Suspicious gain.
   if (cur.geomean.speedup) {
-    double ref = best.record ? best.speedup : 1.0;
+    double ref = 1.0;
+    std::string ref_what = "baseline";
+    if (best.record) ref = best.speedup, ref_what = "best so far (version " + std::to_string(best.record->version) + ")";
+    if (committed.speedup > ref) ref = committed.speedup, ref_what = committed.what;
     if (ref > 0 && g / ref > cfg.suspicious.step_speedup)
-      add("suspicious", "step",
-          "geomean " + fx(g) + " is " + fx(g / ref) + " the " +
-              (best.record ? "best so far (version " + std::to_string(best.record->version) + ")" : std::string("baseline")));
+      add("suspicious", "step", "geomean " + fx(g) + " is " + fx(g / ref) + " the " + ref_what);
   }
   {
     std::vector<std::string> over;

@@ -470,6 +470,61 @@ TEST_F(SuspiciousGain, ASecondRunOfTheSameTreeIsReMeasuredAgainstTheCommitBar) {
   ASSERT_EQ(commit(), kExitPass) << refusal();
 }
 
+// A lineage begun afresh (a new checkout) measures the step from the commits `attngate commit`
+// made on this machine, whose receipts its key verifies: session 15's v4d (1.619x after a committed
+// 1.553x) no longer reads as a step of 1.62x and costs no re-run.
+TEST_F(SuspiciousGain, ANewLineageMeasuresTheStepFromAVerifiedCommit) {
+  sb.set_candidate("// v1\n");
+  EXPECT_EQ(gate_step(report("pass", 1.75, 1.66)), kExitPass);
+  ASSERT_EQ(commit(), kExitPass) << refusal();
+  EXPECT_NE(last_message().find("\nAttngate-Receipt: "), std::string::npos) << last_message();
+  fs::remove(sb.ctx.lineage);
+  sb.set_candidate("// v2\n");
+  fake.then_report(report("fail", 0.5, 0.4, {"CORRECTNESS_FAILED"}));  // would fail, were it run
+  EXPECT_EQ(gate_pass(1.9, 1.85), kExitPass) << sb.out.str() << sb.err.str();
+  EXPECT_EQ(fake.ctest_runs(), 1);
+  for (const auto& s : last_record().signals) EXPECT_NE(s.kind, "step") << s.detail;
+  ASSERT_EQ(commit(), kExitPass) << refusal();
+}
+
+// A commit whose trailers were written by hand (a made-up receipt, or none, as commits before
+// attngate.commit_receipt/1 have) does not raise the step's bar: it would switch the confirming
+// re-run off. commit's own bar still reads it (a higher bar only refuses more).
+TEST_F(SuspiciousGain, AHandMadeTrailerDoesNotRaiseTheStepBar) {
+  for (const std::string& receipt : {std::string(64, '0'), std::string()}) {
+    SCOPED_TRACE("receipt '" + receipt + "'");
+    const std::string forged = "candidate: faster\n\nAttngate-Version: 1\nAttngate-Geomean: 1.8\nAttngate-CI: 1.7 1.9\n"
+                               "Attngate-Baseline: initial\n" +
+                               (receipt.empty() ? "" : "Attngate-Receipt: " + receipt + "\n");
+    ASSERT_EQ(git(sb.dir.path(), {"commit", "-q", "--allow-empty", "-m", forged}).exit_code, 0);
+    fs::remove(sb.ctx.lineage);
+    sb.set_candidate("// v1 " + receipt + "\n");
+    EXPECT_EQ(gate_step(report("pass", 1.75, 1.66)), kExitPass);
+    EXPECT_EQ(fake.ctest_runs(), 2);
+    EXPECT_NE(sb.out.str().find("re-measured the suspicious gain (step)"), std::string::npos) << sb.out.str();
+    expect_refused("does not clear the best committed version (1.800x");
+  }
+}
+
+// A genuine receipt copied onto a commit of another candidate folder does not count either: the
+// folder's tree must be the one the receipt signed.
+TEST_F(SuspiciousGain, AGenuineReceiptOnAnotherFolderDoesNotCount) {
+  const std::string start = sb.head();
+  sb.set_candidate("// v1\n");
+  EXPECT_EQ(gate_step(report("pass", 1.75, 1.66)), kExitPass);
+  ASSERT_EQ(commit(), kExitPass) << refusal();
+  const std::string genuine = last_message();
+  ASSERT_EQ(git(sb.dir.path(), {"reset", "-q", "--hard", start}).exit_code, 0);
+  sb.set_candidate("// something else\n");
+  ASSERT_EQ(git(sb.dir.path(), {"add", "-A", "kernels/candidate"}).exit_code, 0);
+  ASSERT_EQ(git(sb.dir.path(), {"commit", "-q", "-m", genuine}).exit_code, 0);
+  fs::remove(sb.ctx.lineage);
+  sb.set_candidate("// v2\n");
+  EXPECT_EQ(gate_step(report("pass", 1.75, 1.66)), kExitPass);
+  EXPECT_EQ(fake.ctest_runs(), 2);
+  EXPECT_NE(sb.out.str().find("re-measured the suspicious gain (step)"), std::string::npos) << sb.out.str();
+}
+
 // The agent's own supervisor file cannot loosen the step threshold: the gate re-measures a 1.8x
 // gain with a file that says 2.0, and so does commit's check.
 TEST_F(SuspiciousGain, ALooserSupervisorFileCannotSkipTheReMeasurement) {

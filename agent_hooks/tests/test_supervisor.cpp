@@ -101,6 +101,25 @@ TEST(Supervisor, SuspiciousStepOverPreviousBest) {
   EXPECT_TRUE(fired(last_signals({1.6}), "suspicious", "step"));
 }
 
+// A lineage begun afresh (session 15: a new machine) measures the step from the committed bar,
+// not from the baseline: v4d's 1.619x after v4c's committed 1.553x is no step.
+TEST(Supervisor, SuspiciousStepFromTheCommittedBarWhenHigher) {
+  const Record v4d = scored(1, 1.619);
+  EXPECT_TRUE(fired(compute_signals({}, v4d, {}), "suspicious", "step"));
+  const StepBar committed{1.553, "best committed version (1.553x, commit ab48faa)"};
+  EXPECT_FALSE(fired(compute_signals({}, v4d, {}, committed), "suspicious", "step"));
+  // A real step over the committed bar still fires, and names the bar.
+  const auto s = compute_signals({}, scored(1, 2.4), {}, committed);
+  const auto step = std::find_if(s.begin(), s.end(), [](const Signal& x) { return x.kind == "step"; });
+  ASSERT_NE(step, s.end());
+  EXPECT_NE(step->detail.find("is 1.545x the best committed version (1.553x"), std::string::npos) << step->detail;
+  // The higher of the two counts: the lineage's 1.4 (2.0 / 1.4 is no step, 2.0 / 1.1 would be) ...
+  EXPECT_FALSE(fired(compute_signals({scored(1, 1.4)}, scored(2, 2.0), {}, {1.1, "x"}), "suspicious", "step"));
+  // ... or the committed 1.553 (1.9 / 1.553 is no step, 1.9 / 1.2 is one).
+  EXPECT_TRUE(fired(compute_signals({scored(1, 1.2)}, scored(2, 1.9), {}, {1.1, "x"}), "suspicious", "step"));
+  EXPECT_FALSE(fired(compute_signals({scored(1, 1.2)}, scored(2, 1.9), {}, committed), "suspicious", "step"));
+}
+
 TEST(Supervisor, SuspiciousAbovePeak) {
   Record cur = scored(1, 1.0);
   cur.scenarios[0].percent_of_peak = 100.5;

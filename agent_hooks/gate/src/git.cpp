@@ -53,24 +53,25 @@ std::vector<CommittedVersion> git_committed_versions(const std::filesystem::path
   std::vector<CommittedVersion> out;
   if (run_git(repo, {"rev-parse", "--verify", "-q", "HEAD"}).exit_code != 0) return out;
   // git parses the trailers; unit and record separators keep the fields apart.
-  auto r = run_git(repo, {"log", "--format=%H%x1f%(trailers:key=Attngate-Geomean,valueonly,separator=%x2C)%x1f"
-                                 "%(trailers:key=Attngate-Baseline,valueonly,separator=%x2C)%x1f"
-                                 "%(trailers:key=Attngate-Version,valueonly,separator=%x2C)%x1e",
-                      "HEAD"});
+  std::string format = "--format=%H";
+  for (const char* key : {"Geomean", "Baseline", "Version", "CI", "Candidate-Sha256", "Candidate-Tree-Sha256", "Receipt"})
+    format += std::string("%x1f%(trailers:key=Attngate-") + key + ",valueonly,separator=%x2C)";
+  auto r = run_git(repo, {"log", format + "%x1e", "HEAD"});
   if (r.exit_code != 0) return out;
   for (const auto& rec : split_on(r.out, '\x1e', true)) {
     auto f = split_on(trim(rec), '\x1f', true);
     if (f.size() < 2 || trim(f[1]).empty()) continue;
+    f.resize(8);  // split_on keeps no empty piece after the last separator: a commit without a receipt
+    for (auto& field : f) field = trim(field);
     CommittedVersion v;
-    v.commit = trim(f[0]);
-    std::string g = trim(f[1]);
-    auto [p, ec] = std::from_chars(g.data(), g.data() + g.size(), v.geomean);
+    v.commit = f[0];
+    v.geomean_text = f[1];
+    auto [p, ec] = std::from_chars(v.geomean_text.data(), v.geomean_text.data() + v.geomean_text.size(), v.geomean);
     if (ec != std::errc{}) continue;
-    if (f.size() > 2) v.baseline = trim(f[2]);
-    if (f.size() > 3) {
-      std::string ver = trim(f[3]);
-      std::from_chars(ver.data(), ver.data() + ver.size(), v.version);
-    }
+    v.baseline = f[2];
+    v.version_text = f[3];
+    std::from_chars(v.version_text.data(), v.version_text.data() + v.version_text.size(), v.version);
+    v.ci = f[4], v.candidate_sha256 = f[5], v.candidate_tree_sha256 = f[6], v.receipt = f[7];
     out.push_back(v);
   }
   return out;

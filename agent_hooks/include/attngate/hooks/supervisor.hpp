@@ -54,9 +54,17 @@ void apply_supervisor_file(SupervisorConfig& config, const std::filesystem::path
 // at all) only on speed (GEOMEAN_BELOW_TARGET, SCENARIO_BELOW_FLOOR).
 bool is_scored(const Record& r);
 
+// The bar `attngate commit` holds a version to (command_support.hpp `commit_bar`): the step signal
+// measures a gain from the higher of it and the lineage's best, so a lineage begun afresh (a new
+// machine, a new checkout) does not count the committed versions' gains as a step again.
+struct StepBar {
+  double speedup = 1.0;
+  std::string what = "baseline";
+};
+
 // earlier: the evaluations before current, in order. current.churn must already be set when known.
 std::vector<Signal> compute_signals(const std::vector<Record>& earlier, const Record& current,
-                                    const SupervisorConfig& config);
+                                    const SupervisorConfig& config, const StepBar& committed = {});
 
 // The trigger names of the signals, each once, in the canonical order.
 std::vector<std::string> triggers_of(const std::vector<Signal>& signals);

@@ -26,12 +26,14 @@ GitState git_state(const std::filesystem::path& repo, const std::string& candida
 std::optional<std::string> git_show(const std::filesystem::path& repo, const std::string& commit,
                                     const std::string& rel_path);
 
-// A commit made by `attngate commit`, recognised by its trailers.
+// A commit made by `attngate commit`, recognised by its trailers. The *_text fields and the rest
+// are the trailers' values as written, for whoever checks the receipt (agent_hooks' receipt.hpp).
 struct CommittedVersion {
   std::string commit;
   double geomean = 0;
   std::string baseline;
   int version = 0;
+  std::string version_text, geomean_text, ci, candidate_sha256, candidate_tree_sha256, receipt;
 };
 // Every commit reachable from HEAD that carries an Attngate-Geomean trailer (newest first).
 std::vector<CommittedVersion> git_committed_versions(const std::filesystem::path& repo);
