@@ -32,6 +32,7 @@
 #include "attngate/hooks/churn.hpp"
 #include "attngate/hooks/commands.hpp"
 #include "attngate/hooks/dry_run.hpp"
+#include "attngate/hooks/git_commits.hpp"
 #include "attngate/hooks/gate_result.hpp"
 #include "attngate/hooks/lineage.hpp"
 #include "attngate/hooks/progress.hpp"

@@ -10,6 +10,7 @@
 
 #include "attngate/gate/candidate_tree.hpp"
 #include "attngate/gate/git.hpp"
+#include "attngate/hooks/git_commits.hpp"
 #include "attngate/gate/process.hpp"
 #include "attngate/hooks/scratch_dir.hpp"
 #include "attngate/gate/digest.hpp"
