@@ -54,9 +54,10 @@ void apply_supervisor_file(SupervisorConfig& config, const std::filesystem::path
 // at all) only on speed (GEOMEAN_BELOW_TARGET, SCENARIO_BELOW_FLOOR).
 bool is_scored(const Record& r);
 
-// The bar `attngate commit` holds a version to (command_support.hpp `commit_bar`): the step signal
-// measures a gain from the higher of it and the lineage's best, so a lineage begun afresh (a new
-// machine, a new checkout) does not count the committed versions' gains as a step again.
+// The best geomean committed on this machine, as far as the commits' signed receipts show
+// (command_support.cpp `committed_step_bar`): the step signal measures a gain from the higher of
+// it and the lineage's best, so a lineage begun afresh (a new checkout) does not count the
+// committed versions' gains as a step again.
 struct StepBar {
   double speedup = 1.0;
   std::string what = "baseline";
