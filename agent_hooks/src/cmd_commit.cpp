@@ -71,7 +71,7 @@ std::string step_refusal(const Record& r, double bar, const std::string& bar_wha
          fmt::format("{:.3f}x", g / bar) + " " + bar_what + "); run attngate gate again so the re-measurement confirms it";
 }
 
-// The trailers, signed with the receipt key (receipt.hpp CommitTrailers) so that a later lineage on
+// The trailers (git_commits.hpp CommitTrailers), signed with the receipt key (receipt.hpp) so that a later lineage on
 // this machine can believe the geomean without a record of it.
 std::string commit_message(const Record& r, const std::string& bar_what, const std::string& key) {
   const double lo = *r.geomean.ci_low, hi = r.geomean.ci_high.value_or(lo);

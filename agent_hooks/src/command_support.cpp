@@ -232,7 +232,8 @@ void copy_report(Record& r, const GateReport& report) {
 std::pair<double, std::string> commit_bar(const Context& ctx, const Record& r) {
   std::optional<CommittedVersion> best;
   for (const auto& v : git_committed_versions(ctx.repo)) {
-    if (!v.baseline.empty() && !r.target.baseline.empty() && v.baseline != r.target.baseline) continue;
+    const std::string& base = v.trailers.baseline;
+    if (!base.empty() && !r.target.baseline.empty() && base != r.target.baseline) continue;
     if (!best || v.geomean > best->geomean) best = v;
   }
   if (!best) return {1.0, "the baseline itself (1.000x)"};
@@ -254,11 +255,11 @@ StepBar committed_step_bar(const Context& ctx, const Record& r) {
   }
   std::optional<CommittedVersion> best;
   for (const auto& v : git_committed_versions(ctx.repo)) {
-    if (r.target.baseline.empty() || v.baseline != r.target.baseline || (best && v.geomean <= best->geomean)) continue;
-    const CommitTrailers t{v.version_text, v.geomean_text, v.ci, v.baseline, v.candidate_sha256, v.candidate_tree_sha256};
-    if (!commit_receipt_valid(t, v.receipt, key)) continue;
+    if (r.target.baseline.empty() || v.trailers.baseline != r.target.baseline || (best && v.geomean <= best->geomean))
+      continue;
+    if (!commit_receipt_valid(v.trailers, v.receipt, key)) continue;
     const auto folder = git_folder(ctx.repo, v.commit, candidate_dir_rel(ctx));
-    if (!folder || files_tree_sha256(*folder) != v.candidate_tree_sha256) continue;
+    if (!folder || files_tree_sha256(*folder) != v.trailers.candidate_tree_sha256) continue;
     best = v;
   }
   if (!best) return {};

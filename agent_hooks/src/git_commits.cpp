@@ -34,13 +34,11 @@ std::vector<CommittedVersion> git_committed_versions(const std::filesystem::path
     for (auto& field : f) field = trim(field);
     CommittedVersion v;
     v.commit = f[0];
-    v.geomean_text = f[1];
-    auto [p, ec] = std::from_chars(v.geomean_text.data(), v.geomean_text.data() + v.geomean_text.size(), v.geomean);
-    if (ec != std::errc{}) continue;
-    v.baseline = f[2];
-    v.version_text = f[3];
-    std::from_chars(v.version_text.data(), v.version_text.data() + v.version_text.size(), v.version);
-    v.ci = f[4], v.candidate_sha256 = f[5], v.candidate_tree_sha256 = f[6], v.receipt = f[7];
+    v.trailers = {f[3], f[1], f[4], f[2], f[5], f[6]};
+    v.receipt = f[7];
+    const std::string &g = v.trailers.geomean, &ver = v.trailers.version;
+    if (std::from_chars(g.data(), g.data() + g.size(), v.geomean).ec != std::errc{}) continue;
+    std::from_chars(ver.data(), ver.data() + ver.size(), v.version);
     out.push_back(v);
   }
   return out;

@@ -16,14 +16,18 @@ std::optional<std::filesystem::path> git_toplevel(const std::filesystem::path& d
 std::optional<std::string> git_show(const std::filesystem::path& repo, const std::string& commit,
                                     const std::string& rel_path);
 
-// A commit made by `attngate commit`, recognised by its trailers. The *_text fields and the rest
-// are the trailers' values as written, for whoever checks the receipt (receipt.hpp).
+// The Attngate trailers `attngate commit` writes, as written (receipt.hpp signs exactly these).
+struct CommitTrailers {
+  std::string version, geomean, ci, baseline, candidate_sha256, candidate_tree_sha256;
+};
+
+// A commit made by `attngate commit`, recognised by its trailers; geomean and version parsed.
 struct CommittedVersion {
   std::string commit;
   double geomean = 0;
-  std::string baseline;
   int version = 0;
-  std::string version_text, geomean_text, ci, candidate_sha256, candidate_tree_sha256, receipt;
+  CommitTrailers trailers;
+  std::string receipt;  // Attngate-Receipt, empty on commits made before it existed
 };
 // Every commit reachable from HEAD that carries an Attngate-Geomean trailer (newest first).
 std::vector<CommittedVersion> git_committed_versions(const std::filesystem::path& repo);

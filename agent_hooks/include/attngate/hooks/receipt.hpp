@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <string>
 
+#include "attngate/hooks/git_commits.hpp"
 #include "attngate/hooks/lineage.hpp"
 
 namespace attngate::hooks {
@@ -28,12 +29,10 @@ std::string receipt_hmac(const Record& r, const std::string& key);
 bool receipt_valid(const Record& r, const std::string& key);
 
 // A commit's receipt (its Attngate-Receipt trailer): the HMAC, with the same key, over the other
-// Attngate trailers of the commit exactly as written. It lets this machine believe a commit's
-// geomean when a new lineage has no record of it (the step signal's bar, supervisor.hpp StepBar):
-// a hand-made commit, or one made on another machine, does not verify.
-struct CommitTrailers {
-  std::string version, geomean, ci, baseline, candidate_sha256, candidate_tree_sha256;
-};
+// Attngate trailers of the commit exactly as written (git_commits.hpp CommitTrailers). It lets
+// this machine believe a commit's geomean when a new lineage has no record of it (the step
+// signal's bar, supervisor.hpp StepBar): a hand-made commit, or one made on another machine, does
+// not verify.
 std::string commit_receipt_message(const CommitTrailers& t);
 std::string commit_receipt_hmac(const CommitTrailers& t, const std::string& key);
 bool commit_receipt_valid(const CommitTrailers& t, const std::string& hmac, const std::string& key);
