@@ -232,6 +232,26 @@ void probe_lineage() {
   probe_creates({state}, state + "/lineage.jsonl");
 }
 
+// Reaches the source tree's git repository (<repo>/.git): whoever can write an object and a ref
+// there can make a commit with hand-written Attngate trailers, which raise the bar `attngate
+// commit` reads (harmless: it only refuses more) and, with a receipt signed by the key, the bar the
+// step signal measures from (agent_hooks' committed_step_bar), sparing a gain its confirming
+// re-run. Creating a folder in objects/ or a branch in refs/heads/ is an escape (undone at once);
+// so is finding no .git folder, so that a moved tree fails this entry instead of passing it.
+void probe_git_commit() {
+  if (!in_worker()) return;
+  const std::string git = std::string(ATTNGATE_ADVERSARIAL_SOURCE_DIR) + "/.git";
+  struct stat st {};
+  if (::stat(git.c_str(), &st) != 0) {
+    // Only a folder that is not there has no target; one the sandbox hides (EACCES) is refused.
+    if (errno == ENOENT) escaped("found no .git folder at " + git + " (the probe has no target: fix it)");
+    return;
+  }
+  if (!S_ISDIR(st.st_mode)) return escaped(git + " is not a folder (a worktree?): the probe has no target, fix it");
+  probe_creates({git + "/objects/zz"}, git + "/objects/zz/attngate-cheat-probe");
+  probe_creates({}, git + "/refs/heads/attngate-cheat-probe");
+}
+
 // Writes a start record into the gate's results (<build>/verify/results/started/, where the gate's
 // verify batches and gate.performance say that they started and what they owe): who could write
 // one could make the report blame a crash on "did not run" or a timeout, or owe a file to a test
@@ -284,6 +304,8 @@ const PlantedCheat kJudgeCheats[] = {
      after_probe<probe_start_record>},
     {"cheat_forges_lineage", "opens the lineage in the source tree for appending",
      after_probe<probe_lineage>},
+    {"cheat_forges_commit", "writes an object and a branch into the source tree's git repository",
+     after_probe<probe_git_commit>},
 };
 const bool g_registered = [] {
   (void)g_probed_early;
