@@ -33,7 +33,7 @@ string(SHA256 tree_sha "${listing}")
 # must be the ones CMake read. STAMP is a configure dependency of the build, so touching it makes
 # the next build read them again.
 if(DEFINED CMAKE_FILES_SHA256)
-  include(${CMAKE_CURRENT_LIST_DIR}/cmake_files_sha256.cmake)
+  include(${CMAKE_CURRENT_LIST_DIR}/kernel_folder.cmake)
   attngate_cmake_files_sha256(now "${DIR}")
   if(NOT now STREQUAL CMAKE_FILES_SHA256)
     file(TOUCH "${STAMP}")
