@@ -1,7 +1,8 @@
 // Attention forward for sm_90a, the candidate under optimization (its campaign: README.md).
 //
-// Head dim 128 runs the Hopper path below (warpgroup MMA on swizzled shared memory); head dims 64
-// and 256 still run the FlashAttention-2-style path it started from (mma.sync m16n8k16):
+// Every head dim runs the Hopper path (namespace candidate_hopper: a persistent, warp-specialized
+// kernel of TMA copies and warpgroup MMA). Where the driver cannot describe a tensor to TMA, or
+// there are no keys, the FlashAttention-2-style path it started from runs (mma.sync m16n8k16):
 //
 // One block computes kBlockM query rows of one (batch, query head). Each warp owns 16 of those
 // rows for the whole pass, so the online-softmax statistics (row max, row sum) never leave
@@ -23,6 +24,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <atomic>
 #include <cstring>
 #include <type_traits>
 
@@ -432,18 +434,25 @@ cudaError_t dispatch(const AttnParams& p, cudaStream_t stream) {
 }  // namespace candidate_fa2
 
 // ---------------------------------------------------------------------------------------------
-// Hopper path (head dim 128): warp-specialized, TMA-fed warpgroup MMA (wgmma).
+// Hopper path (head dims 64, 128, 256): persistent, warp-specialized, TMA-fed warpgroup MMA (wgmma).
 //
-// One block of three warpgroups computes 128 query rows of one (batch, query head). Warpgroup 0
-// produces: it gives most of its registers to the consumers (setmaxnreg) and one of its threads
-// issues bulk tensor copies (TMA) of the Q tile once and of K and V tiles of 128 keys into a
-// three-stage ring. Each copy completes on the stage's "full" mbarrier; consumers hand a stage
-// back on its "empty" mbarrier, so no block-wide barrier is met inside the loop. Warpgroups 1 and
-// 2 consume, 64 query rows each: S = Q K^T is a wgmma with both operands in shared memory,
+// One block per SM takes tiles (kBlockM query rows of one (batch, query head)) from one list, the
+// heads in groups whose K and V fit in the L2, inside a group the longest causal row blocks first,
+// each block claiming its next tile from a global counter as it starts one. One producer and two
+// or three consumer warpgroups:
+// warpgroup 0 produces: it gives most of its registers to the consumers (setmaxnreg), one of its
+// threads claims the next tile (schedule) and another issues bulk tensor copies (TMA) of each
+// tile's Q and of its K and V tiles into a ring of
+// stages that runs on across tiles, so the next tile's copies start while this one finishes. Q has
+// its own full and empty barriers: the consumers release it after their last S GEMM of a tile and
+// write O straight from registers, so the next Q lands during the last softmax, PV and epilogue.
+// Each copy completes on the stage's "full" mbarrier; consumers hand a stage back on its "empty"
+// mbarrier, so no block-wide barrier is met after the start. The other
+// warpgroups consume, 64 query rows each: S = Q K^T is a wgmma with both operands in shared memory,
 // O += P V a wgmma with P from registers (the S accumulator layout is the A-fragment layout) and
 // V read MN-major (transposed by the instruction). Iteration j issues S_j and P_(j-1) V_(j-1),
-// then runs the softmax of S_j while the PV product runs; with kPingPong the two consumers take
-// turns issuing their GEMMs (two named barriers), so one's softmax overlaps the other's GEMMs.
+// then runs the softmax of S_j while the PV product runs; with kPingPong the consumers take
+// turns issuing their GEMMs (named barriers), so one's softmax overlaps the other's GEMMs.
 // TMA writes each tile as head-dim atoms of 64 elements x 128 rows in its 128-byte swizzle
 // (16-byte chunk c of row r at chunk c ^ (r % 8)), the layout wgmma's 128-byte swizzle mode reads.
 namespace candidate_hopper {
@@ -454,7 +463,7 @@ using candidate_fa2::pack2;
 using candidate_fa2::smem_u32;
 
 // Tensor maps of Q, K and V as 4-D tensors (head dim, rows, heads, batch), encoded per call.
-struct alignas(64) TensorMaps {
+struct TensorMaps {  // 64-byte aligned as CUtensorMap is
   CUtensorMap q, k, v;
 };
 
@@ -473,12 +482,20 @@ struct Cfg {
   static constexpr int kKVBytes = (D / 64) * kKVAtomBytes;
   // Q + 3 x (K, V) = 224 KB at d128; Q + 2 x (K, V) = 192 KB at d256.
   static constexpr int kStages = D == 256 ? 2 : 3;
-  static constexpr int kBarriers = 1 + 4 * kStages;          // Q full; K, V full and empty per stage
-  static constexpr int kSmemBytes = kQBytes + 2 * kStages * kKVBytes + 8 * kBarriers + 1024;  // 1 KB to align
-  // 128 x 24 + 256 x 240 = 64,512 of the SM's 65,536 registers; with three consumers 128 x 32 +
-  // 384 x 160 = 65,536.
-  static constexpr int kProducerRegs = kConsumers == 3 ? 32 : 24;
-  static constexpr int kConsumerRegs = kConsumers == 3 ? 160 : 240;
+  // Q full and empty, the next tile's full and empty, K and V full and empty per stage.
+  static constexpr int kBarriers = 4 + 4 * kStages;
+  // The barriers, the tile the producer hands to the consumers (16 bytes), the tile the scheduler
+  // thread hands to the producer (32), 1 KB to align.
+  static constexpr int kSmemBytes = kQBytes + 2 * kStages * kKVBytes + 8 * kBarriers + 48 + 1024;
+  // setmaxnreg moves registers within the block's launch allocation (65,536 / threads each, a
+  // multiple of 8); asking for more deadlocks the increase. d64: 128 x 32 + 384 x 160 = 512 x 128.
+  // d128: 128 x 32 + 256 x 232 < 384 x 168 (at 24 the producer warpgroup spills 16 bytes). d256:
+  // 128 x 24 + 256 x 240 = 384 x 168 (O alone takes 128 of the consumers' registers; the producer
+  // warpgroup spills 16-20 bytes: a few local loads and stores per tile, in two threads).
+  static constexpr int kProducerRegs = D == 256 ? 24 : 32;
+  static constexpr int kConsumerRegs = kConsumers == 3 ? 160 : D == 256 ? 240 : 232;
+  static_assert(128 * kProducerRegs + 128 * kConsumers * kConsumerRegs <= (65536 / kThreads) / 8 * 8 * kThreads,
+                "setmaxnreg would wait for registers the block does not have");
 };
 
 // ---- PTX wrappers -------------------------------------------------------------------------
@@ -492,6 +509,17 @@ __device__ __forceinline__ void mbar_expect_tx(uint32_t bar, uint32_t bytes) {
 }
 __device__ __forceinline__ void mbar_arrive(uint32_t bar) {
   asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(bar) : "memory");
+}
+// One arrival per consumer warpgroup, by its first thread (ctid % 128 == 0), predicated rather
+// than branched (a divergent branch beside the wgmmas makes ptxas serialize them, C7520). A
+// warpgroup's wgmma reads shared memory as one operation, so once one of its threads has waited
+// for it, the whole warpgroup's reads of the stage are done (as CUTLASS's consumer_release
+// assumes); 128 arrivals per warpgroup on one mbarrier cost the shared-memory unit 128 operations.
+__device__ __forceinline__ void mbar_arrive_first(uint32_t bar, int ctid) {
+  asm volatile(
+      "{\n .reg .pred p;\n setp.eq.u32 p, %1, 0;\n @p mbarrier.arrive.shared::cta.b64 _, [%0];\n}\n" ::"r"(bar),
+      "r"(ctid & 127)
+      : "memory");
 }
 // Waits until the phase of parity `parity` has completed (a fresh barrier's phase "1" counts as
 // completed, so a producer's first wait on an empty stage passes at once).
@@ -528,6 +556,16 @@ __device__ __forceinline__ void named_arrive(int id, int threads) {
 __device__ __forceinline__ uint64_t smem_desc(uint32_t addr, uint32_t lead_bytes, uint32_t stride_bytes) {
   return static_cast<uint64_t>((addr & 0x3FFFF) >> 4) | (static_cast<uint64_t>((lead_bytes & 0x3FFFF) >> 4) << 16) |
          (static_cast<uint64_t>((stride_bytes & 0x3FFFF) >> 4) << 32) | (1ull << 62);
+}
+// desc advanced by `bytes` within its tile: the start address (bits 0-13, in 16-byte units) of a
+// shared-memory address below 256 KB never carries into bit 14, so one 32-bit add of the low word
+// does it, where smem_desc of each k-step's address cost ptxas four or five instructions.
+__device__ __forceinline__ uint64_t desc_add(uint64_t desc, uint32_t bytes) {
+  uint32_t lo, hi;
+  asm("mov.b64 {%0, %1}, %2;" : "=r"(lo), "=r"(hi) : "l"(desc));
+  uint64_t out;
+  asm("mov.b64 %0, {%1, %2};" : "=l"(out) : "r"(lo + (bytes >> 4)), "r"(hi));
+  return out;
 }
 __device__ __forceinline__ void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
 __device__ __forceinline__ void wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
@@ -603,27 +641,74 @@ CAND_WGMMA_RS(64, __half, "f16", CAND_R32, CAND_F32, "32", "33", "34", "35", "36
 
 // ---- the block's work and its shared memory ---------------------------------------------------
 
-// Which rows and keys one block covers.
+// Which rows and keys one tile covers.
 struct Tile {
   int b, h, hk, m0, n_blocks;
 };
+// The order of the tiles. The (batch, head) pairs fall into groups of `group` consecutive ones whose
+// K and V fit in a share of the L2 together (kL2Bytes), and the groups run one after another, so
+// the blocks working at one time read the same few heads' K and V from the L2 rather than DRAM.
+// Causal: inside a group, tile r is row block m_blocks - 1 - r / size of pair r % size, the longest
+// row blocks first. Without a mask every tile is as long, and the row blocks of one head run next to
+// each other (tile r is row block r % m_blocks of pair r / m_blocks), so the blocks at work share
+// one or two heads' K and V (the groups' order cost v8 3-8 % there). Block k starts with tile k;
+// its next tile comes from a counter in global memory (claim_tile), claimed one tile ahead by a
+// thread of the producer warpgroup (schedule), so a block that finishes early takes more tiles (a
+// static share of every gridDim.x-th tile left some SMs with 1.1-1.7x the average causal work, v7).
+constexpr int64_t kL2Bytes = 32 << 20;
+struct Schedule {
+  int bh, m_blocks, group, tiles;
+};
+template <int D, int kBM>
+__device__ __forceinline__ Schedule make_schedule(const AttnParams& p) {
+  Schedule s;
+  s.bh = p.batch * p.heads_q;
+  s.m_blocks = (p.seqlen_q + kBM - 1) / kBM;
+  const int64_t kv_bytes = static_cast<int64_t>(p.seqlen_k) * D * 4 * p.heads_kv / p.heads_q;  // per query head
+  s.group = static_cast<int>(max(int64_t{1}, min(static_cast<int64_t>(s.bh), kL2Bytes / max(kv_bytes, int64_t{1}))));
+  s.tiles = s.bh * s.m_blocks;
+  return s;
+}
 template <int kBM, int kBN, bool kCausal>
-__device__ __forceinline__ Tile locate_tile(const AttnParams& p) {
+__device__ __forceinline__ Tile locate_tile(const AttnParams& p, const Schedule& sched, int index) {
+  int mb, bhi;
+  if constexpr (kCausal) {
+    const int per_group = sched.group * sched.m_blocks;
+    const int g = index / per_group, r = index - g * per_group;
+    const int size = min(sched.group, sched.bh - g * sched.group);
+    mb = r / size, bhi = g * sched.group + (r - mb * size);
+  } else {
+    bhi = index / sched.m_blocks, mb = index - bhi * sched.m_blocks;
+  }
   Tile t;
-  // Query blocks run fastest, so the blocks resident at one time share one head's K and V (and,
-  // under GQA, one KV head's) and read them from L2 rather than each from DRAM.
-  t.b = blockIdx.z;
-  t.h = blockIdx.y;
+  t.b = bhi / p.heads_q;
+  t.h = bhi - t.b * p.heads_q;
   t.hk = t.h / (p.heads_q / p.heads_kv);
-  t.m0 = (gridDim.x - 1 - blockIdx.x) * kBM;  // longest causal rows of a head first
+  t.m0 = (sched.m_blocks - 1 - mb) * kBM;
   int n_end = p.seqlen_k;
   if constexpr (kCausal) n_end = min(p.seqlen_k, t.m0 + kBM + p.seqlen_k - p.seqlen_q);
   t.n_blocks = n_end > 0 ? (n_end + kBN - 1) / kBN : 0;
   return t;
 }
+// The tile counters, each on its own 128-byte line, zero when no call is running; a call's kernel
+// gets the index of its own (next_counter_slot). The address is formed at each claim, not held: the
+// producer has 24-32 registers, and a pointer held across a tile spills them.
+constexpr int kCounters = 256;
+__device__ unsigned g_tile_counters[kCounters * 32];
+
+// The block's next tile is gridDim.x + the number of claims before its own. Each block claims once
+// per tile it runs, until it gets an index past the end, so a call makes exactly `tiles` claims, and
+// the last one puts the counter back to zero for the next call (which, on the same stream, starts
+// after this one ends; calls on other streams get other counters, next_tile_counter).
+__device__ __forceinline__ int claim_tile(unsigned slot, int tiles) {
+  unsigned* counter = g_tile_counters + slot * 32;
+  const unsigned claim = atomicAdd(counter, 1u);
+  if (claim == static_cast<unsigned>(tiles) - 1u) atomicExch(counter, 0u);
+  return static_cast<int>(claim + gridDim.x);
+}
 
 // Shared memory: [Q][K0][V0][K1][V1]...[barriers], every tile 1024-byte aligned (the swizzle works
-// on address bits).
+// on address bits). The ring's position (stage, phase) runs on across tiles.
 template <int D>
 struct Ring {
   using C = Cfg<D>;
@@ -632,19 +717,38 @@ struct Ring {
   __device__ uint32_t v_tile(int s) const { return k_tile(s) + C::kKVBytes; }
   __device__ uint32_t barrier(int i) const { return q_tile + C::kQBytes + 2 * C::kStages * C::kKVBytes + 8 * i; }
   __device__ uint32_t q_full() const { return barrier(0); }
-  __device__ uint32_t k_full(int s) const { return barrier(1 + s); }
-  __device__ uint32_t v_full(int s) const { return barrier(1 + C::kStages + s); }
-  __device__ uint32_t k_empty(int s) const { return barrier(1 + 2 * C::kStages + s); }
-  __device__ uint32_t v_empty(int s) const { return barrier(1 + 3 * C::kStages + s); }
-  // Full barriers wait for the producer's one arrival (and its bytes); empty ones for every
-  // consumer thread, each after its own last read of the stage.
+  __device__ uint32_t q_empty() const { return barrier(1); }
+  __device__ uint32_t next_full() const { return barrier(2); }
+  __device__ uint32_t next_empty() const { return barrier(3); }
+  __device__ uint32_t k_full(int s) const { return barrier(4 + s); }
+  __device__ uint32_t v_full(int s) const { return barrier(4 + C::kStages + s); }
+  __device__ uint32_t k_empty(int s) const { return barrier(4 + 2 * C::kStages + s); }
+  __device__ uint32_t v_empty(int s) const { return barrier(4 + 3 * C::kStages + s); }
+  // The tile whose Q is in q_tile (st_tile), written before q_full's arrival.
+  __device__ uint32_t tile_slot() const { return barrier(C::kBarriers); }
+  // The producer's next tile, claimed and located ahead by the scheduler thread (schedule).
+  __device__ uint32_t next_slot() const { return tile_slot() + 16; }
+  // Full barriers wait for the producer's one arrival (and its bytes); a stage's empty ones for
+  // one arrival per consumer warpgroup after its last wgmma on the stage (mbar_arrive_first), Q's
+  // for every consumer thread (a thread reads the tile slot before its warpgroup's first wgmma).
   __device__ void init() const {
-    mbar_init(q_full(), 1);
+    mbar_init(q_full(), 1), mbar_init(q_empty(), 128 * C::kConsumers);
+    mbar_init(next_full(), 1), mbar_init(next_empty(), 1);
     for (int s = 0; s < C::kStages; ++s) {
       mbar_init(k_full(s), 1), mbar_init(v_full(s), 1);
-      mbar_init(k_empty(s), 128 * C::kConsumers), mbar_init(v_empty(s), 128 * C::kConsumers);
+      mbar_init(k_empty(s), C::kConsumers), mbar_init(v_empty(s), C::kConsumers);
     }
     asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+  }
+};
+
+// A position in the ring: the stage and the parity of its current use.
+template <int kStages>
+struct RingPos {
+  int stage = 0;
+  uint32_t phase = 0;
+  __device__ void advance() {
+    if (++stage == kStages) stage = 0, phase ^= 1;
   }
 };
 
@@ -674,21 +778,89 @@ __device__ __forceinline__ void load_tile(uint32_t dst, const CUtensorMap* map, 
   for (int a = 0; a < D / 64; ++a) tma_load(dst + a * kRows * 128, map, bar, a * 64, row0, head, batch);
 }
 
-// One thread: Q once, then K and V of every tile from the diagonal down, each into a stage the
-// consumers have handed back.
-template <int D>
-__device__ __forceinline__ void produce(const TensorMaps& maps, const Ring<D>& ring, const Tile& t) {
+// The tile as the consumers need it (b < 0: no more tiles), one 16-byte shared-memory word.
+__device__ __forceinline__ void st_tile(uint32_t addr, const Tile& t) {
+  asm volatile("st.shared.v4.s32 [%0], {%1, %2, %3, %4};\n" ::"r"(addr), "r"(t.b), "r"(t.h), "r"(t.m0),
+               "r"(t.n_blocks)
+               : "memory");
+}
+__device__ __forceinline__ Tile ld_tile(uint32_t addr) {
+  Tile t{};
+  asm volatile("ld.shared.v4.s32 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(t.b), "=r"(t.h), "=r"(t.m0), "=r"(t.n_blocks)
+               : "r"(addr)
+               : "memory");
+  return t;
+}
+
+// One thread (not the producer: the schedule and a claim held across a tile spill the producer's
+// 24-32 registers) claims and locates the producer's next tile while the producer loads the
+// current one, and hands it over through next_slot: written, then next_full; read, then
+// next_empty (the k-th hand-over and the k-th read complete phase k of each). It stops after
+// handing over "no more tiles" (b < 0).
+template <int D, bool kCausal>
+__device__ __forceinline__ void schedule(const AttnParams& p, const Ring<D>& ring, unsigned counter_slot) {
   using C = Cfg<D>;
-  load_tile<D, C::kBlockM>(ring.q_tile, &maps.q, ring.q_full(), t.m0, t.h, t.b);
-  for (int it = 0; it < t.n_blocks; ++it) {
-    const int s = it % C::kStages;
-    const uint32_t free_parity = ((it / C::kStages) & 1) ^ 1;
-    const int row0 = (t.n_blocks - 1 - it) * C::kBlockN;
-    mbar_wait(ring.k_empty(s), free_parity);
-    load_tile<D, C::kBlockN>(ring.k_tile(s), &maps.k, ring.k_full(s), row0, t.hk, t.b);
-    mbar_wait(ring.v_empty(s), free_parity);
-    load_tile<D, C::kBlockN>(ring.v_tile(s), &maps.v, ring.v_full(s), row0, t.hk, t.b);
+  const Schedule sched = make_schedule<D, C::kBlockM>(p);
+  int index = blockIdx.x;  // the block's own first tile; every later one is claimed
+  for (uint32_t phase = 0;; phase ^= 1) {
+    const bool done = index >= sched.tiles;
+    const Tile t = done ? Tile{-1, 0, 0, 0, 0} : locate_tile<C::kBlockM, C::kBlockN, kCausal>(p, sched, index);
+    st_tile(ring.next_slot(), t);
+    asm volatile("st.shared.s32 [%0], %1;\n" ::"r"(ring.next_slot() + 16), "r"(t.hk) : "memory");
+    mbar_arrive(ring.next_full());
+    if (done) return;
+    // Once the producer has taken this tile (it is starting it), claim the next: one tile ahead.
+    // (Claiming before this wait made it two ahead, coarser at the causal tail.)
+    mbar_wait(ring.next_empty(), phase);
+    index = claim_tile(counter_slot, sched.tiles);
   }
+}
+
+// Publishes the tile whose Q comes next once the consumers have released the previous Q: written
+// before the arrival that completes q_full (with Q's bytes), so the consumers read it after their
+// wait, and they need no copy of the schedule (registers the d128 and d256 consumers lack).
+template <int D>
+__device__ __forceinline__ void publish_tile(const Ring<D>& ring, uint32_t& q_phase, const Tile& t) {
+  mbar_wait(ring.q_empty(), q_phase ^ 1);
+  st_tile(ring.tile_slot(), t);
+  q_phase ^= 1;
+}
+
+// One thread, for each tile it claims: K and V of every key tile from the diagonal down, each into
+// a stage the consumers have handed back, and the tile's index and Q (once the consumers have
+// released the previous tile's) between the first K and V. Waits on an empty barrier are for the
+// parity before the current one: a fresh barrier counts that one as complete.
+template <int D, bool kCausal>
+__device__ __forceinline__ void produce(const AttnParams& p, const TensorMaps& maps, const Ring<D>& ring) {
+  using C = Cfg<D>;
+  RingPos<C::kStages> pos;
+  uint32_t q_phase = 0;
+  for (;;) {
+    // The k-th tile is the scheduler's k-th hand-over, and q_phase has turned k times.
+    mbar_wait(ring.next_full(), q_phase);
+    Tile t = ld_tile(ring.next_slot());
+    asm volatile("ld.shared.s32 %0, [%1];\n" : "=r"(t.hk) : "r"(ring.next_slot() + 16) : "memory");
+    mbar_arrive(ring.next_empty());
+    if (t.b < 0) break;
+    if (t.n_blocks == 0) {  // no key to load: the consumers write the rows from the index alone
+      publish_tile(ring, q_phase, t);
+      mbar_arrive(ring.q_full());
+    }
+    for (int it = 0; it < t.n_blocks; ++it, pos.advance()) {
+      const int s = pos.stage, row0 = (t.n_blocks - 1 - it) * C::kBlockN;
+      mbar_wait(ring.k_empty(s), pos.phase ^ 1);
+      load_tile<D, C::kBlockN>(ring.k_tile(s), &maps.k, ring.k_full(s), row0, t.hk, t.b);
+      if (it == 0) {
+        publish_tile(ring, q_phase, t);
+        load_tile<D, C::kBlockM>(ring.q_tile, &maps.q, ring.q_full(), t.m0, t.h, t.b);
+      }
+      mbar_wait(ring.v_empty(s), pos.phase ^ 1);
+      load_tile<D, C::kBlockN>(ring.v_tile(s), &maps.v, ring.v_full(s), row0, t.hk, t.b);
+    }
+  }
+  publish_tile(ring, q_phase, Tile{-1, 0, 0, 0, 0});
+  mbar_arrive(ring.q_full());
 }
 
 // ---- consumers ------------------------------------------------------------------------------
@@ -753,58 +925,50 @@ constexpr int kSchedBarrier = 1;
 template <typename T, int D>
 __device__ __forceinline__ void issue_pv(float (&acc_o)[D / 2], const uint32_t (&pa)[Cfg<D>::kBlockN / 16][4],
                                          uint32_t v_tile) {
+  const uint64_t dv = smem_desc(v_tile, Cfg<D>::kKVAtomBytes, 1024);
 #pragma unroll
-  for (int kk = 0; kk < Cfg<D>::kBlockN / 16; ++kk)
-    wgmma_rs_tb<D, T>(acc_o, pa[kk], smem_desc(v_tile + kk * 16 * 128, Cfg<D>::kKVAtomBytes, 1024), 1);
+  for (int kk = 0; kk < Cfg<D>::kBlockN / 16; ++kk) wgmma_rs_tb<D, T>(acc_o, pa[kk], desc_add(dv, kk * 16 * 128), 1);
   wgmma_commit();
 }
 
-// O (normalized, in T) through this warp's own 16 rows of the Q tile to whole 16-byte chunks of
-// global rows, and the LSE.
+// O (normalized, in T) straight from the accumulators to global memory (each quad writes 16
+// contiguous bytes of a row; the L2 merges them), and the LSE. No shared memory: the Q tile is
+// already the next tile's.
 template <typename T, int D>
-__device__ __forceinline__ void store_output(const AttnParams& p, const Tile& t, uint8_t* q_smem,
-                                             float (&acc_o)[D / 2], RowState& st, int warp, int lane) {
+__device__ __forceinline__ void store_output(const AttnParams& p, const Tile& t, const float (&acc_o)[D / 2],
+                                             RowState& st, int warp, int lane) {
 #pragma unroll
   for (int r = 0; r < 2; ++r) {
     st.sum[r] += __shfl_xor_sync(0xffffffffu, st.sum[r], 1);
     st.sum[r] += __shfl_xor_sync(0xffffffffu, st.sum[r], 2);
   }
   const float inv[2] = {st.sum[0] > 0.f ? 1.f / st.sum[0] : 0.f, st.sum[1] > 0.f ? 1.f / st.sum[1] : 0.f};
-  auto offset = [](int row, int chunk) {  // the TMA layout of the Q tile
-    return (chunk >> 3) * Cfg<D>::kQAtomBytes + row * 128 + (((chunk & 7) ^ (row & 7)) << 4);
-  };
-  const int g = warp * 16 + (lane >> 2);
+  const int row = t.m0 + warp * 16 + (lane >> 2);
+  T* o = static_cast<T*>(p.o) + t.b * p.o_batch_stride + t.h * p.o_head_stride + (lane & 3) * 2;
+  T* o_a = o + static_cast<int64_t>(row) * p.o_row_stride;
+  T* o_b = o_a + 8 * p.o_row_stride;
+  const bool in_a = row < p.seqlen_q, in_b = row + 8 < p.seqlen_q;
 #pragma unroll
   for (int j = 0; j < D / 8; ++j) {
-    *reinterpret_cast<uint32_t*>(q_smem + offset(g, j) + (lane & 3) * 4) =
-        pack2<T>(acc_o[4 * j] * inv[0], acc_o[4 * j + 1] * inv[0]);
-    *reinterpret_cast<uint32_t*>(q_smem + offset(g + 8, j) + (lane & 3) * 4) =
-        pack2<T>(acc_o[4 * j + 2] * inv[1], acc_o[4 * j + 3] * inv[1]);
-  }
-  __syncwarp();
-  constexpr int kChunks = D / 8;
-  T* o = static_cast<T*>(p.o) + t.b * p.o_batch_stride + t.h * p.o_head_stride;
-#pragma unroll
-  for (int i = lane; i < 16 * kChunks; i += 32) {
-    const int r = warp * 16 + i / kChunks, c = i % kChunks;
-    const uint4 val = *reinterpret_cast<const uint4*>(q_smem + offset(r, c));
-    if (t.m0 + r < p.seqlen_q)
-      *reinterpret_cast<uint4*>(o + static_cast<int64_t>(t.m0 + r) * p.o_row_stride + c * 8) = val;
+    if (in_a) *reinterpret_cast<uint32_t*>(o_a + 8 * j) = pack2<T>(acc_o[4 * j] * inv[0], acc_o[4 * j + 1] * inv[0]);
+    if (in_b)
+      *reinterpret_cast<uint32_t*>(o_b + 8 * j) = pack2<T>(acc_o[4 * j + 2] * inv[1], acc_o[4 * j + 3] * inv[1]);
   }
   if (p.lse != nullptr && (lane & 3) == 0) {
     float* lse = p.lse + t.b * p.lse_batch_stride + t.h * p.lse_head_stride;
 #pragma unroll
-    for (int r = 0; r < 2; ++r) {
-      const int row = t.m0 + warp * 16 + (lane >> 2) + r * 8;
-      if (row < p.seqlen_q) lse[row] = st.sum[r] > 0.f ? st.max[r] * p.softmax_scale + logf(st.sum[r]) : -INFINITY;
-    }
+    for (int r = 0; r < 2; ++r)
+      if (row + 8 * r < p.seqlen_q)
+        lse[row + 8 * r] = st.sum[r] > 0.f ? st.max[r] * p.softmax_scale + logf(st.sum[r]) : -INFINITY;
   }
 }
 
-// One consumer warpgroup (ctid: its thread's index among all the consumers' threads).
+// One tile for one consumer warpgroup (ctid: its thread's index among all the consumers' threads),
+// its Q already landed; kt counts the key tiles the block consumed before this one (modulo the
+// ring's period).
 template <typename T, int D, bool kCausal, bool kPingPong>
-__device__ __forceinline__ void consume(const AttnParams& p, const Ring<D>& ring, uint8_t* q_smem, const Tile& t,
-                                        int ctid) {
+__device__ __forceinline__ void consume_tile(const AttnParams& p, const Ring<D>& ring, const Tile& t, int ctid,
+                                             uint32_t kt) {
   using C = Cfg<D>;
   constexpr int kBN = C::kBlockN;
   const int warp = ctid >> 5, lane = ctid & 31, wg = ctid >> 7;
@@ -819,47 +983,49 @@ __device__ __forceinline__ void consume(const AttnParams& p, const Ring<D>& ring
   for (int i = 0; i < D / 2; ++i) acc_o[i] = 0.f;
   RowState st;
   uint32_t pa[kBN / 16][4];  // P_(j-1), the A operand of the PV product in flight
+  // The ring position of key tile i of this tile, from counters alone, as v6 took it from its loop
+  // index. A position carried in registers from tile to tile (v8-v11) made ptxas keep it, and
+  // every shared-memory address and wgmma descriptor derived from it, in vector registers: the
+  // key loop ran 2-4x v6's R2UR moves and 1.3-2.7x its vector LOP3s (SASS at d256, d128, d64).
+  auto at = [&](int i) {
+    const uint32_t k = kt + static_cast<uint32_t>(i);
+    RingPos<C::kStages> r;
+    r.stage = static_cast<int>(k % C::kStages), r.phase = (k / C::kStages) & 1u;
+    return r;
+  };
   const uint32_t q_rows = ring.q_tile + wg * 64 * 128;
+  const uint64_t dq = smem_desc(q_rows, 16, 1024);  // this warpgroup's Q rows, every tile
   if (kPingPong && wg == 0) named_arrive(kSchedBarrier, 256);  // the first consumer goes first
-  mbar_wait(ring.q_full(), 0);
-
-  for (int it = 0; it < t.n_blocks; ++it) {
-    const int s = it % C::kStages, sp = (it + C::kStages - 1) % C::kStages;
-    mbar_wait(ring.k_full(s), (it / C::kStages) & 1);
-    if (it > 0) mbar_wait(ring.v_full(sp), ((it - 1) / C::kStages) & 1);
-    if (kPingPong) named_sync(kSchedBarrier + wg, 256);
-    float sc[kBN / 2];
-    wgmma_fence();
-#pragma unroll
-    for (int kk = 0; kk < D / 16; ++kk) {
-      const uint32_t q_step = (kk >> 2) * C::kQAtomBytes + (kk & 3) * 32;
-      const uint32_t k_step = (kk >> 2) * C::kKVAtomBytes + (kk & 3) * 32;
-      wgmma_ss<kBN, T>(sc, smem_desc(q_rows + q_step, 16, 1024), smem_desc(ring.k_tile(s) + k_step, 16, 1024),
-                       kk > 0);
-    }
-    wgmma_commit();
-    if (it > 0) issue_pv<T, D>(acc_o, pa, ring.v_tile(sp));
-    if (it > 0) wgmma_wait<1>(); else wgmma_wait<0>();  // S_j is done; the PV product may still run
-    fence_regs(sc);
-    // The next consumer's turn: its GEMMs queue behind our PV product. (Arriving before the wait
-    // would put a non-wgmma instruction inside the wgmma pipeline stage, which ptxas serializes.)
-    if (kPingPong) named_arrive(kSchedBarrier + (wg + 1) % C::kConsumers, 256);
-    mbar_arrive(ring.k_empty(s));
-
-    const int n0 = (t.n_blocks - 1 - it) * kBN;
-    if (n0 + kBN > Sk || (kCausal && n0 + kBN - 1 > t.m0 + diag)) mask_tile<kBN>(sc, n0, lim, lane);
-    float corr[2];
-    online_softmax<kBN>(sc, st, scale_log2, corr);
-
-    // P_(j-1) V_(j-1) must finish before O is rescaled and P_j replaces P_(j-1).
-    wgmma_wait<0>();
-    fence_regs(acc_o);
-    fence_regs(pa);
-    if (it > 0) mbar_arrive(ring.v_empty(sp));
+  float sc[kBN / 2];
+  // The factors O must be scaled by before the next PV product (from the latest softmax). O is
+  // scaled while the next S GEMM runs, as FA3 does, rather than between the PV product's end and
+  // the next S GEMM's issue; fence_regs keeps the multiplications before the wgmma.fence that
+  // follows (the compiler may otherwise move them past it, against PTX's rule for wgmma).
+  float corr[2] = {1.f, 1.f};
+  auto rescale_o = [&] {
 #pragma unroll
     for (int j = 0; j < D / 8; ++j) {
       acc_o[4 * j] *= corr[0], acc_o[4 * j + 1] *= corr[0];
       acc_o[4 * j + 2] *= corr[1], acc_o[4 * j + 3] *= corr[1];
+    }
+    fence_regs(acc_o);
+  };
+  // S_j's softmax into P_j (pa); the PV product before it must have finished before P is written.
+  // `masked` (std::true_type or false_type): whether the tile may hold keys past the end or above
+  // the diagonal. For false no mask code is compiled at all: ptxas had turned the mask's branch into
+  // selects run on every tile (64 FSEL and 33 ISETP of each d64 iteration's 630 instructions in v6,
+  // of 600 in v13).
+  auto softmax_to_p = [&](int it, bool pv_in_flight, auto masked) {
+    if constexpr (decltype(masked)::value) {
+      const int n0 = (t.n_blocks - 1 - it) * kBN;
+      if (n0 + kBN > Sk || (kCausal && n0 + kBN - 1 > t.m0 + diag)) mask_tile<kBN>(sc, n0, lim, lane);
+    }
+    online_softmax<kBN>(sc, st, scale_log2, corr);
+    if (pv_in_flight) {  // P and O are the PV product's until it ends
+      wgmma_wait<0>();
+      fence_regs(acc_o);
+      fence_regs(pa);
+      mbar_arrive_first(ring.v_empty(at(it - 1).stage), ctid);
     }
 #pragma unroll
     for (int kk = 0; kk < kBN / 16; ++kk) {  // P's k-step kk: the accumulators of n-tiles 2kk, 2kk + 1
@@ -868,41 +1034,110 @@ __device__ __forceinline__ void consume(const AttnParams& p, const Ring<D>& ring
       pa[kk][2] = pack2<T>(sc[8 * kk + 4], sc[8 * kk + 5]);
       pa[kk][3] = pack2<T>(sc[8 * kk + 6], sc[8 * kk + 7]);
     }
-  }
-  const int last = (t.n_blocks - 1) % C::kStages;
-  mbar_wait(ring.v_full(last), ((t.n_blocks - 1) / C::kStages) & 1);
+  };
+  auto issue_s = [&](int s) {
+    wgmma_fence();
+#pragma unroll
+    for (int kk = 0; kk < D / 16; ++kk) {
+      const uint32_t q_step = (kk >> 2) * C::kQAtomBytes + (kk & 3) * 32;
+      const uint32_t k_step = (kk >> 2) * C::kKVAtomBytes + (kk & 3) * 32;
+      wgmma_ss<kBN, T>(sc, desc_add(dq, q_step), desc_add(smem_desc(ring.k_tile(s), 16, 1024), k_step),
+                       kk > 0);
+    }
+    wgmma_commit();
+  };
+  // The first key tile apart: S_0 has no PV product beside it. (A branch around a wgmma inside the
+  // loop over tiles makes ptxas serialize every wgmma: C7520.)
+  mbar_wait(ring.k_full(at(0).stage), at(0).phase);
   if (kPingPong) named_sync(kSchedBarrier + wg, 256);
+  issue_s(at(0).stage);
+  wgmma_wait<0>();
+  fence_regs(sc);
+  if (kPingPong) named_arrive(kSchedBarrier + (wg + 1) % C::kConsumers, 256);
+  mbar_arrive_first(ring.k_empty(at(0).stage), ctid);
+  softmax_to_p(0, false, std::true_type{});
+
+  // Key tile `it` (from the top) may need the mask only while (n_blocks - it) * kBN > m0 + diag + 1:
+  // past the end only at it = 0, above the diagonal on the first n_masked. Counting more tiles as
+  // masked is safe (the mask checks each key); fewer is not.
+  int n_masked = 1;
+  if constexpr (kCausal) n_masked = max(1, t.n_blocks - max(0, t.m0 + diag + 1) / kBN);
+  auto step = [&](int it, auto masked) {
+    const RingPos<C::kStages> cur = at(it), prev = at(it - 1);
+    const int s = cur.stage;
+    mbar_wait(ring.k_full(s), cur.phase);
+    mbar_wait(ring.v_full(prev.stage), prev.phase);
+    if (kPingPong) named_sync(kSchedBarrier + wg, 256);
+    issue_s(s);
+    rescale_o();
+    wgmma_fence();  // O was written outside the wgmmas
+    issue_pv<T, D>(acc_o, pa, ring.v_tile(prev.stage));
+    wgmma_wait<1>();  // S_j is done; the PV product may still run
+    fence_regs(sc);
+    // The next consumer's turn: its GEMMs queue behind our PV product. (Arriving before the wait
+    // would put a non-wgmma instruction inside the wgmma pipeline stage, which ptxas serializes.)
+    if (kPingPong) named_arrive(kSchedBarrier + (wg + 1) % C::kConsumers, 256);
+    mbar_arrive_first(ring.k_empty(s), ctid);
+    softmax_to_p(it, true, masked);
+  };
+  for (int it = 1; it < min(n_masked, t.n_blocks); ++it) step(it, std::true_type{});
+  for (int it = n_masked; it < t.n_blocks; ++it) step(it, std::false_type{});
+  // The last S GEMM, this tile's last read of Q, finished in the loop's last wait. (Arriving there
+  // would be a branch with the PV product in flight, which makes ptxas serialize every wgmma.)
+  mbar_arrive(ring.q_empty());
+  const RingPos<C::kStages> prev = at(t.n_blocks - 1);
+  mbar_wait(ring.v_full(prev.stage), prev.phase);
+  if (kPingPong) named_sync(kSchedBarrier + wg, 256);
+  rescale_o();
   wgmma_fence();
-  issue_pv<T, D>(acc_o, pa, ring.v_tile(last));
+  issue_pv<T, D>(acc_o, pa, ring.v_tile(prev.stage));
   wgmma_wait<0>();
   fence_regs(acc_o);
+  mbar_arrive_first(ring.v_empty(prev.stage), ctid);
   // The last consumer's last turn hands over to nobody: every sync above has its arrival. (A
-  // branch between a wgmma and its wait would serialize the wgmmas, so this comes after.)
+  // branch between a wgmma and its wait would serialize the wgmmas, so this comes after.) The
+  // first consumer's next tile starts with its own arrival, so the turns stay balanced per tile.
   if (kPingPong && wg + 1 < C::kConsumers) named_arrive(kSchedBarrier + wg + 1, 256);
-  store_output<T, D>(p, t, q_smem, acc_o, st, warp, lane);
+  store_output<T, D>(p, t, acc_o, st, warp, lane);
+}
+
+// The consumers take each tile the producer publishes with its Q, until it publishes none; a tile
+// whose rows see no key is written here (O = 0, LSE = -inf) and takes no stage.
+template <typename T, int D, bool kCausal, bool kPingPong>
+__device__ __forceinline__ void consume(const AttnParams& p, const Ring<D>& ring, int ctid) {
+  using C = Cfg<D>;
+  uint32_t kt = 0;  // key tiles consumed so far, modulo the ring's period (2 x stages)
+  for (uint32_t q_phase = 0;; q_phase ^= 1) {
+    mbar_wait(ring.q_full(), q_phase);
+    const Tile t = ld_tile(ring.tile_slot());
+    if (t.b < 0) return;
+    if (t.n_blocks == 0) {
+      write_masked_rows<T, D, C::kBlockM>(p, t, ctid, 128 * C::kConsumers);
+      mbar_arrive(ring.q_empty());
+      continue;
+    }
+    consume_tile<T, D, kCausal, kPingPong>(p, ring, t, ctid, kt);
+    kt = (kt + static_cast<uint32_t>(t.n_blocks)) % (2 * C::kStages);
+  }
 }
 
 template <typename T, int D, bool kCausal, bool kPingPong>
 __global__ void __launch_bounds__(Cfg<D>::kThreads, 1)
-    attn_fwd_kernel(const __grid_constant__ AttnParams p, const __grid_constant__ TensorMaps maps) {
+    attn_fwd_kernel(const __grid_constant__ AttnParams p, const __grid_constant__ TensorMaps maps,
+                    unsigned counter_slot) {
   using C = Cfg<D>;
   extern __shared__ uint8_t smem_raw[];
   const Ring<D> ring{(smem_u32(smem_raw) + 1023) & ~1023u};
-  uint8_t* q_smem = smem_raw + (ring.q_tile - smem_u32(smem_raw));
-  const Tile t = locate_tile<C::kBlockM, C::kBlockN, kCausal>(p);
-  if (t.n_blocks == 0) {
-    write_masked_rows<T, D, C::kBlockM>(p, t, threadIdx.x, C::kThreads);
-    return;
-  }
   if (threadIdx.x == 0) ring.init();
   __syncthreads();
   if (threadIdx.x < 128) {
     regs_dec<C::kProducerRegs>();
-    if (threadIdx.x == 0) produce<D>(maps, ring, t);
+    if (threadIdx.x == 0) produce<D, kCausal>(p, maps, ring);
+    if (threadIdx.x == 32) schedule<D, kCausal>(p, ring, counter_slot);
     return;
   }
   regs_inc<C::kConsumerRegs>();
-  consume<T, D, kCausal, kPingPong>(p, ring, q_smem, t, threadIdx.x - 128);
+  consume<T, D, kCausal, kPingPong>(p, ring, threadIdx.x - 128);
 }
 
 // ---- host -----------------------------------------------------------------------------------
@@ -955,19 +1190,49 @@ bool encode_maps(const AttnParams& p, TensorMaps& m) {
                     p.v_batch_stride, kKVRows);
 }
 
+// Calls take the tile counters in turn, so calls running at once on different streams use different
+// counters unless more than kCounters are in flight together. Not covered: one captured CUDA graph
+// launched twice at once (its calls share the counter captured with it); their tiles would mix.
+unsigned next_counter_slot() {
+  static std::atomic<unsigned> calls{0};
+  return calls.fetch_add(1, std::memory_order_relaxed) % kCounters;
+}
+
 // Whether the consumers take turns issuing their GEMMs (see the namespace comment).
 constexpr bool kPingPong = true;
+
+// setmaxnreg moves registers within the block's launch allocation (Cfg's static_assert assumes
+// ptxas gave the kernel the ceiling, 65,536 / threads); with fewer, the consumers' increase would
+// wait forever, so the launch is refused instead. Checked once per kernel.
+template <int D, typename Kernel>
+cudaError_t check_register_budget(Kernel kernel) {
+  using C = Cfg<D>;
+  static const cudaError_t verdict = [kernel] {
+    cudaFuncAttributes a{};
+    if (const cudaError_t err = cudaFuncGetAttributes(&a, kernel); err != cudaSuccess) return err;
+    const int pool = (a.numRegs + 7) / 8 * 8 * C::kThreads;
+    return pool >= 128 * C::kProducerRegs + 128 * C::kConsumers * C::kConsumerRegs ? cudaSuccess
+                                                                                   : cudaErrorInvalidConfiguration;
+  }();
+  return verdict;
+}
 
 template <typename T, int D, bool kCausal>
 cudaError_t launch_impl(const AttnParams& p, const TensorMaps& maps, cudaStream_t stream) {
   using C = Cfg<D>;
   auto* kernel = attn_fwd_kernel<T, D, kCausal, kPingPong>;
-  cudaError_t err = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, C::kSmemBytes);
+  cudaError_t err = check_register_budget<D>(kernel);
   if (err != cudaSuccess) return err;
-  const int m_blocks = (p.seqlen_q + C::kBlockM - 1) / C::kBlockM;
-  if (p.heads_q > 65535 || p.batch > 65535) return cudaErrorInvalidConfiguration;
-  const dim3 grid(m_blocks, static_cast<unsigned>(p.heads_q), static_cast<unsigned>(p.batch));
-  kernel<<<grid, C::kThreads, C::kSmemBytes, stream>>>(p, maps);
+  if ((err = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, C::kSmemBytes)) != cudaSuccess)
+    return err;
+  // One block per SM (its shared memory allows no second), never more blocks than tiles.
+  int device = 0, sms = 0;
+  if ((err = cudaGetDevice(&device)) != cudaSuccess) return err;
+  if ((err = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device)) != cudaSuccess) return err;
+  const int64_t tiles = static_cast<int64_t>(p.batch) * p.heads_q * ((p.seqlen_q + C::kBlockM - 1) / C::kBlockM);
+  if (tiles > INT32_MAX) return cudaErrorInvalidConfiguration;
+  const unsigned grid = static_cast<unsigned>(tiles < sms ? tiles : sms);
+  kernel<<<grid, C::kThreads, C::kSmemBytes, stream>>>(p, maps, next_counter_slot());
   return cudaGetLastError();
 }
 
@@ -997,6 +1262,8 @@ cudaError_t launch(const AttnParams& p, cudaStream_t stream) {
     return cudaErrorInvalidValue;
   if (p.batch == 0 || p.seqlen_q == 0) return cudaSuccess;
   if (p.dtype != DType::bf16 && p.dtype != DType::fp16) return cudaErrorInvalidValue;
+  // Each row's max is taken over the raw scores: the max of the scaled ones only for a positive scale.
+  if (!(p.softmax_scale > 0.f)) return cudaErrorInvalidValue;
   const int64_t strides[] = {p.q_batch_stride, p.q_row_stride, p.q_head_stride,
                              p.k_batch_stride, p.k_row_stride, p.k_head_stride,
                              p.v_batch_stride, p.v_row_stride, p.v_head_stride,
@@ -1014,8 +1281,9 @@ cudaError_t launch(const AttnParams& p, cudaStream_t stream) {
 }
 
 ATTNGATE_REGISTER_KERNEL("candidate",
-                         "Kernel under optimization: warp-specialized TMA + wgmma (Hopper) path for head dim "
-                         "128, the FA2-style mma.sync path of initial for 64 and 256",
+                         "Kernel under optimization: a persistent, warp-specialized TMA + wgmma (Hopper) kernel "
+                         "for head dims 64, 128 and 256; initial's FA2-style mma.sync path where TMA cannot "
+                         "describe the tensors",
                          {DType::bf16, DType::fp16}, {64, 128, 256}, 80, launch);
 
 }  // namespace candidate_launch
