@@ -12,20 +12,20 @@ import json, math, re, pathlib
 HERE = pathlib.Path(__file__).resolve().parent
 ROOT = HERE.parents[2]
 
-def bench(path):
+def bench(path, here=HERE):
     out = {}
-    for line in open(HERE / path):
+    for line in open(here / path):
         if not line.startswith("candidate_vs_cudnn/"):
             continue
         kv = dict(re.findall(r" (\w+)=([0-9.eE+-]+)", line))
         out[line.split("/")[1]] = (float(kv["tflops"]), float(kv["base_tflops"]))
     return out
 
-def fa3(path):
-    return {r["scenario"]: r["tflops"] for r in json.load(open(HERE / path))["results"] if r["status"] == "ok"}
+def fa3(path, here=HERE):
+    return {r["scenario"]: r["tflops"] for r in json.load(open(here / path))["results"] if r["status"] == "ok"}
 
-def gate_report(path):
-    return {s["id"]: s["candidate"]["tflops"] for s in json.load(open(HERE / path))["scenarios"]}
+def gate_report(path, here=HERE):
+    return {s["id"]: s["candidate"]["tflops"] for s in json.load(open(here / path))["scenarios"]}
 
 def stored():
     s = json.load(open(ROOT / "bench/baselines/nvidia_h200.json"))["scenarios"]
@@ -34,10 +34,10 @@ def stored():
 def geomean(xs):
     return math.exp(sum(math.log(x) for x in xs) / len(xs))
 
-def table(title, rows_bench, rows_fa3, extra=None):
+def table(title, rows_bench, rows_fa3, extra=None, name="v6"):
     st = stored()
-    cols = ["v6"] + ([extra[0]] if extra else []) + ["cuDNN (in-process)", "FA3", "FA4 (12-01)", "torch cuDNN (12-01)",
-                                                      "v6 / cuDNN", "v6 / FA3"]
+    cols = [name] + ([extra[0]] if extra else []) + ["cuDNN (in-process)", "FA3", "FA4 (12-01)", "torch cuDNN (12-01)",
+                                                      f"{name} / cuDNN", f"{name} / FA3"]
     lines = [f"{title}\n", "| scenario | " + " | ".join(cols) + " |", "| --- |" + " ---: |" * len(cols)]
     r_cudnn, r_fa3 = [], []
     for sid, (v6, cud) in rows_bench.items():
@@ -50,8 +50,8 @@ def table(title, rows_bench, rows_fa3, extra=None):
         r_cudnn.append(v6 / cud)
         if f3: r_fa3.append(v6 / f3)
         lines.append(f"| {sid} | " + " | ".join(cells) + " |")
-    lines.append(f"\ngeomean v6 / cuDNN {geomean(r_cudnn):.4f} over {len(r_cudnn)} scenarios; "
-                 f"v6 / FA3 {geomean(r_fa3):.4f} over {len(r_fa3)}.\n")
+    lines.append(f"\ngeomean {name} / cuDNN {geomean(r_cudnn):.4f} over {len(r_cudnn)} scenarios; "
+                 f"{name} / FA3 {geomean(r_fa3):.4f} over {len(r_fa3)}.\n")
     return "\n".join(lines)
 
 if __name__ == "__main__":
