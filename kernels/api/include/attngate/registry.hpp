@@ -11,7 +11,9 @@
 namespace attngate {
 
 // Enqueues the whole forward pass on `stream` and returns the launch status; it must not
-// synchronize, allocate, or keep state between calls.
+// synchronize or allocate, and keeps no state between calls except device memory that each call
+// leaves as it found it (the candidate's tile counters: each call's last claim resets its own), so
+// that every call computes the same result whatever ran before it.
 using LaunchFn = cudaError_t (*)(const AttnParams& params, cudaStream_t stream);
 
 struct KernelInfo {
