@@ -6,7 +6,7 @@ setup
 # commit rule's bar is the latest committed version; the tree stays as copied.
 git fetch -q .carry/local.bundle HEAD && git reset -q FETCH_HEAD; git log --oneline -2 > $R/head.txt; git status --short > $R/status.txt
 START=$(git rev-parse HEAD); echo $START > $R/start.txt; step "setup $(head -1 $R/head.txt)"
-try v21 "v21: v16 with 176-key tiles and two stages for d128 without a mask (v18's +2.6-5.6 % there) and 80-key tiles for d256 (v19's +2.7-5.1 %), without v17's earlier hand-over (-2.5-3.5 % on causal d64). Predicted 1.82-1.83x (v16 1.806x on call 4's machine)."
+try v21 "v21: v16 with 176-key tiles and two stages for d128 without a mask (v18's +2.6-5.6 % there) and 80-key tiles for d256 (v19's +2.7-5.1 %), without v17's earlier hand-over (-1 to -3.5 % on causal d64). Predicted 1.82-1.83x (v16 1.806x on call 4's machine)."
 if [ "$(field $R/gate_v21.json verdict)" = pass ]; then
   N=$(field $R/gate_v21.json version)
   $AG commit --version $N > $R/commit.txt 2>&1; step "commit v$N rc=$? $(tail -1 $R/commit.txt)"
