@@ -4,6 +4,13 @@
 # so their archive hashes could not be recorded here.
 include(FetchContent)
 
+# Packages unpacked into .carry/root for an offline runner (README.md, "On a GPU machine without
+# network") are found without -DCMAKE_PREFIX_PATH: ci/install-deps.sh counts them as installed, so
+# its `install-deps && cmake --preset ...` would otherwise fail on a machine that has them only there.
+if(EXISTS "${PROJECT_SOURCE_DIR}/.carry/root/usr")
+  list(APPEND CMAKE_PREFIX_PATH "${PROJECT_SOURCE_DIR}/.carry/root/usr")
+endif()
+
 find_package(CUDAToolkit 12.4 REQUIRED)
 if(NOT TARGET CUDA::cupti)
   message(FATAL_ERROR "CUPTI was not found with the CUDA Toolkit at ${CUDAToolkit_LIBRARY_ROOT}")
