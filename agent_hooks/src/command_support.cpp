@@ -2,7 +2,6 @@
 
 namespace attngate::hooks {
 namespace fs = std::filesystem;
-using nlohmann::json;
 
 namespace cmd {
 
@@ -430,9 +429,7 @@ int cmd_record(const Context& ctx, const fs::path& report_path, const std::strin
   try {
     report = load_report(report_path);
     // A dry run's report simulates a measurement: recording it here would make it look like one.
-    std::ifstream f(report_path);
-    const json raw = json::parse(f, nullptr, /*allow_exceptions=*/false);
-    if (raw.is_object() && raw.value("dry_run", false))
+    if (report.dry_run)
       throw std::runtime_error(report_path.string() + " is a dry run's report (nothing was measured); "
                                "a dry run records itself: attngate gate --dry-run");
   } catch (const std::exception& e) {
