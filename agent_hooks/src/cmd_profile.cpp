@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -44,6 +45,15 @@ Scenario pick(const ProfileOptions& o, const fs::path& scenarios) {
     throw std::runtime_error("no scenario '" + o.scenario + "' in suite " + o.suite + " (" + s.file + ")");
   }
   throw std::runtime_error("no suite '" + o.suite + "' in " + scenarios.string());
+}
+
+// attngate_profile_call's document, if it wrote a readable one.
+std::optional<bench::ProfileCallDocument> read_calls(const fs::path& file) {
+  try {
+    return nlohmann::json::parse(std::ifstream(file)).get<bench::ProfileCallDocument>();
+  } catch (const std::exception&) {
+    return std::nullopt;
+  }
 }
 
 // Why ncu failed, with the fix where the reason is a known one.
@@ -97,9 +107,11 @@ ProfileDocument run_profile(const Context& ctx, const ProfileOptions& o, const s
   const fs::path calls_file = out / "calls.json";
   fs::remove(calls_file);
   const RunResult run = run_process(ncu_argv(ncu, build, report, calls_file, kernels, o, scenarios), ro);
+  // The skip first: without a GPU ncu may fail for having profiled nothing.
+  const std::optional<bench::ProfileCallDocument> calls = read_calls(calls_file);
+  if (calls && !calls->skipped.empty()) throw std::runtime_error("SKIPPED: " + calls->skipped);
   if (run.exit_code != 0) throw std::runtime_error(ncu_failure(run));
-  if (const auto at = run.out.find("attngate_profile_call: SKIPPED:"); at != std::string::npos)
-    throw std::runtime_error(run.out.substr(at + 23, run.out.find('\n', at) - at - 23));  // "SKIPPED: ..."
+  if (!calls) throw std::runtime_error("no readable " + calls_file.string() + " from attngate_profile_call");
   const RunResult csv =
       run_process({ncu, "--import", report.string() + ".ncu-rep", "--csv", "--page", "raw", "--print-units", "base"});
   if (csv.exit_code != 0) throw std::runtime_error(ncu_failure(csv));
@@ -111,13 +123,7 @@ ProfileDocument run_profile(const Context& ctx, const ProfileOptions& o, const s
   d.report = report.string() + ".ncu-rep";
   if (!rows.empty()) d.device = rows.front().text("device__attribute_display_name").value_or("");
   d.peak_tflops = bench::lookup_peak(d.device).bf16_dense_tflops;
-  std::vector<bench::ProfiledCall> calls;
-  try {
-    calls = nlohmann::json::parse(std::ifstream(calls_file)).get<std::vector<bench::ProfiledCall>>();
-  } catch (const std::exception& e) {
-    throw std::runtime_error("no readable " + calls_file.string() + " from attngate_profile_call: " + e.what());
-  }
-  for (const auto& c : calls)
+  for (const auto& c : calls->calls)
     d.kernels.push_back(profile::summarize(rows, c.kernel, "attngate_worker_" + worker::library_of(c.kernel),
                                            c.worker_pid, d.flops, d.peak_tflops));
   std::ofstream(out / "profile.json") << nlohmann::json(d).dump(2) << "\n";

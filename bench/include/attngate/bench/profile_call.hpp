@@ -1,10 +1,12 @@
 // What attngate_profile_call (bench/tools) tells `attngate profile` (agent_hooks) about the calls
-// it made: one record per kernel, in `--calls-out FILE` (a JSON array). The worker's pid is how
-// the profile tells the kernels' launches apart in Nsight Compute's report (its Process ID column).
+// it made, in `--calls-out FILE`: one record per kernel, or why it made none. The worker's pid is
+// how the profile tells the kernels' launches apart in Nsight Compute's report (its Process ID
+// column). Read only through these types, never from the tool's console text.
 #pragma once
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -16,5 +18,11 @@ struct ProfiledCall {
   int64_t nan = 0;         // NaN elements in its output after the call (0 unless it skipped work)
 };
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(ProfiledCall, kernel, worker_pid, nan)
+
+struct ProfileCallDocument {
+  std::string skipped;              // non-empty: no call was made, and why (no usable GPU)
+  std::vector<ProfiledCall> calls;  // one per kernel, in the order given
+};
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(ProfileCallDocument, skipped, calls)
 
 }  // namespace attngate::bench
