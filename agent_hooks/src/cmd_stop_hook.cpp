@@ -5,14 +5,18 @@ namespace fs = std::filesystem;
 using nlohmann::json;
 using namespace cmd;
 
+StopHookInput parse_stop_hook_input(const std::string& text) {
+  try {
+    return json::parse(text).get<StopHookInput>();
+  } catch (const json::exception&) {
+    return {};
+  }
+}
+
 int cmd_stop_hook(const Context& ctx, const std::string& hook_input, const GateOptions& o) {
-  json input = json::parse(hook_input, nullptr, /*allow_exceptions=*/false);
-  if (!input.is_object()) input = json::object();
-  const bool active = input.contains("stop_hook_active") && input["stop_hook_active"].is_boolean() &&
-                      input["stop_hook_active"].get<bool>();
-  const std::string session = input.contains("session_id") && input["session_id"].is_string()
-                                  ? input["session_id"].get<std::string>()
-                                  : std::string{};
+  const StopHookInput input = parse_stop_hook_input(hook_input);
+  const bool active = input.stop_hook_active;
+  const std::string& session = input.session_id;
   auto& err = *ctx.err;
 
   int max_refusals = 10;

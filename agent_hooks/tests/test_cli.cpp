@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include "attngate/hooks/commands.hpp"
 #include "attngate/hooks/lineage.hpp"
 #include "test_util.hpp"
 
@@ -19,6 +20,22 @@ RunResult attngate(const test::Sandbox& sb, std::vector<std::string> args, const
   std::string cmd = "printf '%s' \"$0\" | \"$@\"";
   args.insert(args.begin(), {"bash", "-c", cmd, stdin_text});
   return run_process(args);
+}
+
+// The runner's Stop-hook JSON through its type: its two fields, unknown ones ignored, and anything
+// unreadable as the defaults (a hook that blocked on bad input would trap the agent).
+TEST(Cli, StopHookInputIsReadThroughItsType) {
+  StopHookInput in = parse_stop_hook_input(R"({"session_id": "s1", "stop_hook_active": true, "cwd": "/x"})");
+  EXPECT_TRUE(in.stop_hook_active);
+  EXPECT_EQ(in.session_id, "s1");
+  in = parse_stop_hook_input(R"({"session_id": "s2"})");
+  EXPECT_FALSE(in.stop_hook_active);
+  EXPECT_EQ(in.session_id, "s2");
+  for (const char* bad : {"", "not json", "[1, 2]", R"({"stop_hook_active": "yes", "session_id": "s3"})"}) {
+    in = parse_stop_hook_input(bad);
+    EXPECT_FALSE(in.stop_hook_active) << bad;
+    EXPECT_EQ(in.session_id, "") << bad;
+  }
 }
 
 TEST(Cli, RecordExitCodesAndHistory) {

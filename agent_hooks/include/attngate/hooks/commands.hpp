@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "attngate/gate/gate_report.hpp"
 #include "attngate/gate/plan.hpp"
 #include "attngate/gate/git.hpp"
@@ -117,6 +119,15 @@ int cmd_report(const Context& ctx, ReportInputs inputs, const std::filesystem::p
 // the gate's verify tests; written through a rename. Exit 0, or 2 for a list it cannot use.
 int cmd_plan(const Context& ctx, const std::filesystem::path& batches, const std::filesystem::path& out,
              const GateTools& tools);
+// What an agent runner's Stop hook writes on stdin (Claude Code's names; other fields are ignored).
+struct StopHookInput {
+  bool stop_hook_active = false;  // this stop follows one the hook refused
+  std::string session_id;         // refusals are counted per session
+};
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(StopHookInput, stop_hook_active, session_id)
+// Lenient, since a hook that cannot read its input must not block the agent: empty, unparsable or
+// mistyped input reads as the defaults.
+StopHookInput parse_stop_hook_input(const std::string& text);
 // hook_input: the JSON the agent runner writes on stdin (may be empty).
 int cmd_stop_hook(const Context& ctx, const std::string& hook_input, const GateOptions& options);
 
