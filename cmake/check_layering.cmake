@@ -5,8 +5,12 @@
 #    CMakeLists name no other top-level folder;
 #  - scenarios/ uses only its own headers and the params header of kernels/ (attngate/params.hpp);
 #  - agent_hooks/gate/ includes no header of the rest of agent_hooks/ (attngate/hooks/...);
-#  - verify/ names no command, header or library of agent_hooks/.
-# No exceptions.
+#  - verify/ names no command, header or library of agent_hooks/;
+#  - reference/ registers no kernel (the `reference` kernel is verify's).
+# Includes are read in both spellings ("attngate/x" and <attngate/x>), and a relative include
+# ("../...") may not leave its top-level folder. No exceptions.
+# cmake/test_check_layering.cmake plants one of each violation in a scratch tree and checks that
+# every one is named (unit.structure.layering_catches).
 cmake_minimum_required(VERSION 3.20)
 if(NOT ROOT)
   message(FATAL_ERROR "usage: cmake -DROOT=<source dir> -P check_layering.cmake")
@@ -27,11 +31,20 @@ function(scan_includes folder allowed_var exception)
     if(exception AND src MATCHES "${exception}")
       continue()
     endif()
-    file(STRINGS ${ROOT}/${src} lines REGEX "^[ \t]*#[ \t]*include[ \t]+\"attngate/")
+    file(STRINGS ${ROOT}/${src} lines REGEX "^[ \t]*#[ \t]*include[ \t]+[\"<]")
+    get_filename_component(src_dir "${ROOT}/${src}" DIRECTORY)
     foreach(line IN LISTS lines)
-      string(REGEX REPLACE "^[ \t]*#[ \t]*include[ \t]+\"([^\"]+)\".*$" "\\1" inc "${line}")
-      if(NOT inc IN_LIST ${allowed_var})
-        set(problems "${problems}\n  ${src}: #include \"${inc}\" (not allowed in ${folder}/)")
+      string(REGEX REPLACE "^[ \t]*#[ \t]*include[ \t]+[\"<]([^\">]+)[\">].*$" "\\1" inc "${line}")
+      if(inc MATCHES "^attngate/")
+        if(NOT inc IN_LIST ${allowed_var})
+          set(problems "${problems}\n  ${src}: #include ${inc} (not allowed in ${folder}/)")
+        endif()
+      elseif(inc MATCHES "(^|/)\\.\\./")
+        get_filename_component(target "${src_dir}/${inc}" ABSOLUTE)
+        string(FIND "${target}/" "${ROOT}/${folder}/" at)
+        if(NOT at EQUAL 0)
+          set(problems "${problems}\n  ${src}: #include ${inc} (leaves ${folder}/)")
+        endif()
       endif()
     endforeach()
   endforeach()
@@ -57,7 +70,7 @@ endforeach()
 file(GLOB_RECURSE kernel_cmake RELATIVE ${ROOT} ${ROOT}/kernels/CMakeLists.txt ${ROOT}/kernels/*/CMakeLists.txt
      ${ROOT}/kernels/*.cmake)
 foreach(f IN LISTS kernel_cmake)
-  file(STRINGS ${ROOT}/${f} lines REGEX "PROJECT_SOURCE_DIR}/(bench|verify|reference|scenarios|agent_hooks)/|attngate::(bench|verify|scenarios|reference|hooks)")
+  file(STRINGS ${ROOT}/${f} lines REGEX "(PROJECT|CMAKE)_SOURCE_DIR}/(bench|verify|reference|scenarios|agent_hooks)/|\\.\\./\\.\\./(bench|verify|reference|scenarios|agent_hooks)|attngate::(bench|verify|scenarios|reference|hooks|gate)|attngate_(verify|bench|hooks|gate|scenarios|reference)[a-z_]*")
   foreach(line IN LISTS lines)
     if(line MATCHES "^[ \t]*#")
       continue()
@@ -90,7 +103,19 @@ foreach(f IN LISTS verify_files)
   endforeach()
 endforeach()
 
+# reference/ registers nothing: the fp32 reference is a library, and verify registers the kernel
+# that runs it (verify/src/reference_kernel.cpp).
+file(GLOB_RECURSE reference_sources RELATIVE ${ROOT} ${ROOT}/reference/*.cpp ${ROOT}/reference/*.cu
+     ${ROOT}/reference/*.hpp ${ROOT}/reference/*.cuh)
+foreach(src IN LISTS reference_sources)
+  file(STRINGS ${ROOT}/${src} lines REGEX "ATTNGATE_REGISTER_KERNEL|KernelRegistrar")
+  foreach(line IN LISTS lines)
+    string(STRIP "${line}" line)
+    set(problems "${problems}\n  ${src}: ${line} (reference/ registers no kernel)")
+  endforeach()
+endforeach()
+
 if(problems)
   message(FATAL_ERROR "layering: a folder reaches up or sideways (README.md, issue 21):${problems}")
 endif()
-message(STATUS "layering: kernels/ includes only its own headers; scenarios/ only its own and attngate/params.hpp; agent_hooks/gate/ none of agent_hooks/")
+message(STATUS "layering: kernels/ includes only its own headers; scenarios/ only its own and attngate/params.hpp; agent_hooks/gate/ none of agent_hooks/; reference/ registers nothing")
