@@ -3,7 +3,8 @@
 // that the worker brackets in the NVTX range `profile` of domain `attngate`, the only range the
 // profiler is told to include; the judge's own kernels (fills, poison) are outside it. Prints one
 // line per kernel: the profiled call's output must hold no NaN (it is poisoned before), else exit 1.
-// Without a GPU it prints a SKIPPED line and exits 0.
+// Without a GPU it writes the reason into the calls document (--calls-out), prints a SKIPPED line
+// and exits 0.
 //
 //   attngate_profile_call --worker=PATH... (--suite=S --scenario=ID [--scenarios=DIR] | --shape=SPEC)
 //                         --kernels=K[,K] [--warmups=N] [--seed=N]
