@@ -1,4 +1,4 @@
-CALL=1; source .carry/common.sh
+CALL=1; source .carry/common.sh; source .carry/commit_best.sh
 left() { [ $(( $(date +%s) - T0 )) -lt $1 ]; }
 START=$(git rev-parse HEAD); echo $START > $R/start.txt
 setup; step setup
@@ -6,12 +6,7 @@ cp .carry/v16.cu kernels/candidate/candidate.cu
 build || exit 1; step "built v16"
 precheck v16 || exit 1
 gate v16 "v16: v13 (persistent, dynamic tile claims from a self-resetting counter, head-major non-causal order, scheduler one tile ahead, ring position from a count of key tiles) with v6n's split key loop (masked / unmasked iterations) and incremental wgmma descriptors. Predicted 1.85-1.95x."
-if [ "$(field $R/gate_v16.json verdict)" = pass ]; then
-  N=$(field $R/gate_v16.json version)
-  $AG commit --version $N > $R/commit.txt 2>&1; step "commit v$N rc=$? $(tail -1 $R/commit.txt)"
-  git bundle create $R/commit.bundle $START..HEAD > /dev/null 2>&1; git log -3 --format='%H %s%n%b' > $R/commit_log.txt
-fi
-$AG history > $R/history.txt 2>&1; cp .attngate/lineage.jsonl $R/ 2>/dev/null
+commit_best 0 v16
 timeout 90 build/gpu/bench/attngate_bench --suite=gate --compare=candidate,cudnn > $R/vs_cudnn.txt 2>&1; step "gate vs cudnn rc=$? $(grep -i 'geomean speedup' $R/vs_cudnn.txt | tail -1)"
 timeout 90 build/gpu/bench/attngate_bench --suite=prod --compare=candidate,cudnn > $R/prod_vs_cudnn.txt 2>&1; step "prod vs cudnn rc=$? $(grep -i 'geomean speedup' $R/prod_vs_cudnn.txt | tail -1)"
 ci/install_fa3_offline.sh /tmp/fa3 > $R/fa3_install.txt 2>&1; export PYTHONPATH=/tmp/fa3:$PYTHONPATH
