@@ -47,19 +47,26 @@ Scenario pick(const ProfileOptions& o, const fs::path& scenarios) {
   throw std::runtime_error("no suite '" + o.suite + "' in " + scenarios.string());
 }
 
-// attngate_profile_call's document, if it wrote a readable one.
-std::optional<bench::ProfileCallDocument> read_calls(const fs::path& file) {
+// attngate_profile_call's document, if it wrote a readable one (else why not, in `why`).
+std::optional<bench::ProfileCallDocument> read_calls(const fs::path& file, std::string& why) {
   try {
     return nlohmann::json::parse(std::ifstream(file)).get<bench::ProfileCallDocument>();
-  } catch (const std::exception&) {
+  } catch (const std::exception& e) {
+    why = e.what();
     return std::nullopt;
   }
+}
+
+// Nsight Compute's own message when no kernel ran in the profiled range (its text: ncu has no
+// document to read it from).
+bool profiled_nothing(const RunResult& r) {
+  return (r.out + r.err).find("No kernels were profiled") != std::string::npos;
 }
 
 // Why ncu failed, with the fix where the reason is a known one.
 std::string ncu_failure(const RunResult& r) {
   const std::string text = r.out + r.err;
-  if (text.find("No kernels were profiled") != std::string::npos)
+  if (profiled_nothing(r))
     return "ncu profiled no kernel: nothing ran inside the NVTX range attngate@profile (was the worker built with "
            "its NVTX ranges?)\n" + (text.size() > 2000 ? text.substr(text.size() - 2000) : text);
   if (text.find("ERR_NVGPUCTRPERM") != std::string::npos)
@@ -107,11 +114,15 @@ ProfileDocument run_profile(const Context& ctx, const ProfileOptions& o, const s
   const fs::path calls_file = out / "calls.json";
   fs::remove(calls_file);
   const RunResult run = run_process(ncu_argv(ncu, build, report, calls_file, kernels, o, scenarios), ro);
-  // The skip first: without a GPU ncu may fail for having profiled nothing.
-  const std::optional<bench::ProfileCallDocument> calls = read_calls(calls_file);
-  if (calls && !calls->skipped.empty()) throw std::runtime_error("SKIPPED: " + calls->skipped);
+  std::string unreadable;
+  const std::optional<bench::ProfileCallDocument> calls = read_calls(calls_file, unreadable);
+  // A skip stands where ncu succeeded or failed only for having profiled nothing (what it does
+  // when the tool made no call); any other failure of ncu, such as a call whose output held NaN
+  // (the tool's exit 1), is reported as one, whatever the document says.
+  if (calls && !calls->skipped.empty() && (run.exit_code == 0 || profiled_nothing(run)))
+    throw std::runtime_error("SKIPPED: " + calls->skipped);
   if (run.exit_code != 0) throw std::runtime_error(ncu_failure(run));
-  if (!calls) throw std::runtime_error("no readable " + calls_file.string() + " from attngate_profile_call");
+  if (!calls) throw std::runtime_error("no readable " + calls_file.string() + " from attngate_profile_call: " + unreadable);
   const RunResult csv =
       run_process({ncu, "--import", report.string() + ".ncu-rep", "--csv", "--page", "raw", "--print-units", "base"});
   if (csv.exit_code != 0) throw std::runtime_error(ncu_failure(csv));

@@ -4,7 +4,7 @@
 // profiler is told to include; the judge's own kernels (fills, poison) are outside it. Prints one
 // line per kernel: the profiled call's output must hold no NaN (it is poisoned before), else exit 1.
 // Without a GPU it writes the reason into the calls document (--calls-out), prints a SKIPPED line
-// and exits 0.
+// and exits 0 (2 if the document cannot be written).
 //
 //   attngate_profile_call --worker=PATH... (--suite=S --scenario=ID [--scenarios=DIR] | --shape=SPEC)
 //                         --kernels=K[,K] [--warmups=N] [--seed=N]
@@ -34,7 +34,7 @@ using namespace attngate;
 struct Options {
   std::string scenario_dir = ATTNGATE_DEFAULT_SCENARIO_DIR, suite, scenario;
   std::vector<std::string> shapes, kernels;
-  std::string calls_out;  // --calls-out: the ProfiledCall records
+  std::string calls_out;  // --calls-out: the ProfileCallDocument (the calls, or why none was made)
   int warmups = 3;
   uint64_t seed = std::random_device{}();
 };
@@ -100,7 +100,8 @@ int main(int argc, char** argv) {
   app.add_option("--kernels", o.kernels, "Kernels to profile, each in its worker")->delimiter(',')->required();
   app.add_option("--warmups", o.warmups, "Plain calls before the profiled one (default 3)")->check(CLI::NonNegativeNumber);
   app.add_option("--seed", o.seed, "Base seed of the inputs (default: drawn at run time)");
-  app.add_option("--calls-out", o.calls_out, "Write the calls made (kernel, worker pid, NaN count) as JSON to FILE");
+  app.add_option("--calls-out", o.calls_out,
+                 "Write the calls made (kernel, worker pid, NaN count), or why none was, as JSON to FILE");
   CLI11_PARSE(app, argc, argv);
   if (o.shapes.empty() == (o.suite.empty() || o.scenario.empty())) {
     std::cerr << "attngate_profile_call: give --suite and --scenario, or --shape\n";
