@@ -2,16 +2,7 @@
 
 namespace attngate::hooks {
 namespace fs = std::filesystem;
-using nlohmann::json;
 using namespace cmd;
-
-StopHookInput parse_stop_hook_input(const std::string& text) {
-  try {
-    return json::parse(text).get<StopHookInput>();
-  } catch (const json::exception&) {
-    return {};
-  }
-}
 
 int cmd_stop_hook(const Context& ctx, const std::string& hook_input, const GateOptions& o) {
   const StopHookInput input = parse_stop_hook_input(hook_input);

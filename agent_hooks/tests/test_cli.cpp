@@ -22,8 +22,9 @@ RunResult attngate(const test::Sandbox& sb, std::vector<std::string> args, const
   return run_process(args);
 }
 
-// The runner's Stop-hook JSON through its type: its two fields, unknown ones ignored, and anything
-// unreadable as the defaults (a hook that blocked on bad input would trap the agent).
+// The runner's Stop-hook JSON through its type: its two fields, unknown ones ignored, each field
+// taken where it has its type, and anything unreadable as the defaults (a hook that blocked on bad
+// input would trap the agent; one that lost stop_hook_active would re-run the gate on every stop).
 TEST(Cli, StopHookInputIsReadThroughItsType) {
   StopHookInput in = parse_stop_hook_input(R"({"session_id": "s1", "stop_hook_active": true, "cwd": "/x"})");
   EXPECT_TRUE(in.stop_hook_active);
@@ -31,11 +32,14 @@ TEST(Cli, StopHookInputIsReadThroughItsType) {
   in = parse_stop_hook_input(R"({"session_id": "s2"})");
   EXPECT_FALSE(in.stop_hook_active);
   EXPECT_EQ(in.session_id, "s2");
-  for (const char* bad : {"", "not json", "[1, 2]", R"({"stop_hook_active": "yes", "session_id": "s3"})"}) {
+  for (const char* bad : {"", "not json", "[1, 2]", R"({"stop_hook_active": "yes", "session_id": 3})"}) {
     in = parse_stop_hook_input(bad);
     EXPECT_FALSE(in.stop_hook_active) << bad;
     EXPECT_EQ(in.session_id, "") << bad;
   }
+  in = parse_stop_hook_input(R"({"stop_hook_active": true, "session_id": null})");  // one field mistyped
+  EXPECT_TRUE(in.stop_hook_active);
+  EXPECT_EQ(in.session_id, "");
 }
 
 TEST(Cli, RecordExitCodesAndHistory) {

@@ -124,10 +124,17 @@ struct StopHookInput {
   bool stop_hook_active = false;  // this stop follows one the hook refused
   std::string session_id;         // refusals are counted per session
 };
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(StopHookInput, stop_hook_active, session_id)
-// Lenient, since a hook that cannot read its input must not block the agent: empty, unparsable or
-// mistyped input reads as the defaults.
-StopHookInput parse_stop_hook_input(const std::string& text);
+// Lenient, field by field, since a hook that cannot read its input must not block the agent (nor,
+// by losing stop_hook_active, re-run the gate on every stop): each field is taken where it has its
+// type; empty or unparsable input reads as the defaults.
+inline StopHookInput parse_stop_hook_input(const std::string& text) {
+  const nlohmann::json j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+  StopHookInput in;
+  if (!j.is_object()) return in;
+  if (const auto it = j.find("stop_hook_active"); it != j.end() && it->is_boolean()) in.stop_hook_active = it->get<bool>();
+  if (const auto it = j.find("session_id"); it != j.end() && it->is_string()) in.session_id = it->get<std::string>();
+  return in;
+}
 // hook_input: the JSON the agent runner writes on stdin (may be empty).
 int cmd_stop_hook(const Context& ctx, const std::string& hook_input, const GateOptions& options);
 
