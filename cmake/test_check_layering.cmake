@@ -9,7 +9,10 @@ file(REMOVE_RECURSE ${WORK})
 set(clean
   "kernels/api/include/attngate/params.hpp|// params"
   "kernels/initial/initial.cu|#include \"attngate/params.hpp\"\n#include <attngate/params.hpp>\n#include \"../api/include/attngate/params.hpp\""
-  "kernels/initial/CMakeLists.txt|target_link_libraries(k PRIVATE attngate::kernel_api)"
+  "kernels/initial/CMakeLists.txt|target_link_libraries(k PRIVATE attngate::kernel_api)  # not attngate_verify_core"
+  "verify/CMakeLists.txt|add_library(attngate_verify_core STATIC core.cpp)"
+  "bench/CMakeLists.txt|add_library(attngate_comparison_document INTERFACE)\nadd_library(attngate::comparison_document ALIAS attngate_comparison_document)"
+  "agent_hooks/gate/src/verdict.cpp|#include \"attngate/gate/report.hpp\""
   "scenarios/include/attngate/scenario.hpp|#include \"attngate/params.hpp\""
   "reference/src/reference.cu|// the fp32 reference, registered by verify"
   "verify/src/main.cpp|#include \"attngate/scenario.hpp\"")
@@ -21,7 +24,12 @@ set(planted
   "kernels/b/CMakeLists.txt|target_sources(b PRIVATE \${CMAKE_CURRENT_SOURCE_DIR}/../../bench/src/x.cpp)|kernels/b/CMakeLists.txt: target_sources"
   "scenarios/src/load.cpp|#include \"attngate/registry.hpp\"|scenarios/src/load.cpp: #include attngate/registry.hpp"
   "reference/src/registers.cpp|ATTNGATE_REGISTER_KERNEL(\"ref\", \"d\", {}, {}, 80, nullptr)|reference/src/registers.cpp: ATTNGATE_REGISTER_KERNEL"
-  "verify/src/gate.cpp|#include \"attngate/gate/report.hpp\"|verify/src/gate.cpp: #include \"attngate/gate/report.hpp\"")
+  "verify/src/gate.cpp|#include \"attngate/gate/report.hpp\"|verify/src/gate.cpp: #include \"attngate/gate/report.hpp\""
+  "kernels/a/nospace.cc|#include\"attngate/scenario.hpp\"|kernels/a/nospace.cc: #include attngate/scenario.hpp"
+  "kernels/c/CMakeLists.txt|target_link_libraries(c PRIVATE attngate::comparison_document)|kernels/c/CMakeLists.txt: target_link_libraries(c PRIVATE attngate::comparison_document) (attngate::comparison_document is another folder's target)"
+  "kernels/CMakeLists.txt|add_subdirectory(../bench bench)|kernels/CMakeLists.txt: add_subdirectory(../bench bench) (a path or command of another folder)"
+  "agent_hooks/gate/src/lineage_user.cpp|#include <attngate/hooks/lineage.hpp>|agent_hooks/gate/src/lineage_user.cpp: #include <attngate/hooks/lineage.hpp>"
+  "reference/src/adds.cpp|static const int added = (attngate::KernelRegistry::instance().add({}), 0)|reference/src/adds.cpp: static const int added")
 function(write_entries entries)
   foreach(e IN LISTS entries)
     string(REPLACE "|" ";" parts "${e}")
