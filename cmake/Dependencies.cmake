@@ -9,6 +9,8 @@ include(FetchContent)
 # its `install-deps && cmake --preset ...` would otherwise fail on a machine that has them only there.
 if(EXISTS "${PROJECT_SOURCE_DIR}/.carry/root/usr")
   list(APPEND CMAKE_PREFIX_PATH "${PROJECT_SOURCE_DIR}/.carry/root/usr")
+  message(STATUS "attngate: packages are also looked up in ${PROJECT_SOURCE_DIR}/.carry/root/usr "
+                 "(found there before the system's; remove the folder to use only the system's)")
 endif()
 
 find_package(CUDAToolkit 12.4 REQUIRED)

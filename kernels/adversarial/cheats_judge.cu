@@ -149,7 +149,7 @@ void probe_judge() {
 
 // Writes outside the worker's scratch folder: the build tree (a gate document's folder) and /tmp.
 void probe_write() {
-  for (const std::string dir : {std::string("/tmp"), std::string(std::getenv("PWD") ? std::getenv("PWD") : ".")}) {
+  for (const std::string& dir : {std::string("/tmp"), std::string(std::getenv("PWD") ? std::getenv("PWD") : ".")}) {
     const std::string path = dir + "/attngate_cheat_" + std::to_string(::getpid());
     if (const int f = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600); f >= 0) {
       ::close(f);

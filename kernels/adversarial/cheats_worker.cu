@@ -170,7 +170,7 @@ void forget_old(const std::string& dir) {
   DIR* d = ::opendir(dir.c_str());
   if (!d) return;
   const time_t now = ::time(nullptr);
-  for (dirent* e; (e = ::readdir(d));) {
+  for (dirent* e = ::readdir(d); e != nullptr; e = ::readdir(d)) {
     const std::string f = dir + "/" + e->d_name;
     struct stat st {};
     if (e->d_name[0] != '.' && ::stat(f.c_str(), &st) == 0 && now - st.st_mtime > 600) ::unlink(f.c_str());

@@ -189,9 +189,9 @@ DeviceErrors errors_of(DType dtype, const void* o, const float* lse, int64_t n, 
       const uint32_t wide = uint32_t(bits) << 16;
       std::memcpy(&f, &wide, 4);
     } else {
-      __half h;
-      std::memcpy(&h, &bits, 2);
-      f = __half2float(h);
+      __half_raw raw;
+      raw.x = bits;
+      f = __half2float(__half(raw));
     }
     return double(f);
   }, ref);

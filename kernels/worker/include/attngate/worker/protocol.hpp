@@ -61,8 +61,10 @@ struct WireParams {
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(WireParams, q, k, v, o, lse, strides, batch, seqlen_q, seqlen_k,
                                                 heads_q, heads_kv, head_dim, softmax_scale, causal, dtype)
 
-// The strides of AttnParams in WireParams::strides order.
-inline constexpr int64_t AttnParams::* kStrides[14] = {
+// The strides of AttnParams in WireParams::strides order. (Through an alias: nvcc's front end
+// rewrites the plain declarator into one that g++'s -Wparentheses flags.)
+using StrideMember = int64_t AttnParams::*;
+inline constexpr StrideMember kStrides[14] = {
     &AttnParams::q_batch_stride, &AttnParams::q_row_stride,   &AttnParams::q_head_stride,
     &AttnParams::k_batch_stride, &AttnParams::k_row_stride,   &AttnParams::k_head_stride,
     &AttnParams::v_batch_stride, &AttnParams::v_row_stride,   &AttnParams::v_head_stride,
