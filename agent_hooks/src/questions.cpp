@@ -169,11 +169,9 @@ const std::vector<std::string>& correctness_features() {
 std::vector<std::string> shared_failure_features(const std::vector<Reason>& reasons,
                                                  const std::vector<ScenarioResult>& scenarios) {
   std::vector<std::string> failing;
-  bool large_scores = false;
   for (const auto& r : reasons) {
     if (r.code != "CORRECTNESS_FAILED") continue;
     failing.insert(failing.end(), r.scenarios.begin(), r.scenarios.end());
-    if (r.detail.find("large_scores:") != std::string::npos) large_scores = true;
   }
   // A reason without scenario ids: the scenarios marked incorrect.
   if (failing.empty() && has_reason(reasons, "CORRECTNESS_FAILED"))
@@ -182,8 +180,12 @@ std::vector<std::string> shared_failure_features(const std::vector<Reason>& reas
   if (failing.empty()) return {};
   std::map<std::string, int> count;
   int known = 0;
+  // A scenario that failed on large scores before any other distribution (it passed the standard one).
+  bool large_scores = false;
   for (const auto& id : failing) {
     auto it = std::find_if(scenarios.begin(), scenarios.end(), [&](const ScenarioResult& s) { return s.id == id; });
+    if (it != scenarios.end() && !it->failed_distributions.empty() && it->failed_distributions.front() == "large_scores")
+      large_scores = true;
     const std::string shape = it == scenarios.end() ? std::string{} : it->shape;
     auto sq = shape_number(shape, "sq"), sk = shape_number(shape, "sk");
     // Without a shape, only the id's "causal" part is known (gate_mha_d128_s4096_causal).

@@ -229,8 +229,13 @@ TEST(Questions, SharedFailureFeaturesComeFromTheFailingScenariosShapes) {
   EXPECT_EQ(shared_failure_features(reason({"a", "b"}), sc), (std::vector<std::string>{"tail", "causal"}));
   EXPECT_EQ(shared_failure_features(reason({"d", "e"}), sc), (std::vector<std::string>{"fp16", "seqlen_mismatch"}));
   EXPECT_EQ(shared_failure_features(reason({"a", "d"}), sc), std::vector<std::string>{});
+  // large_scores from the scenario's failed distributions, never from a reason's text.
   EXPECT_EQ(shared_failure_features(reason({"a"}, "a (large_scores: O max abs 3.1)"), sc),
-            (std::vector<std::string>{"large_scores", "tail", "causal"}));
+            (std::vector<std::string>{"tail", "causal"}));
+  sc[0].failed_distributions = {"large_scores"};
+  EXPECT_EQ(shared_failure_features(reason({"a"}), sc), (std::vector<std::string>{"large_scores", "tail", "causal"}));
+  sc[0].failed_distributions = {"standard", "large_scores"};  // it failed the standard inputs too
+  EXPECT_EQ(shared_failure_features(reason({"a"}), sc), (std::vector<std::string>{"tail", "causal"}));
   EXPECT_TRUE(shared_failure_features({{"GEOMEAN_BELOW_TARGET", {"a"}, "x"}}, {shaped("a", "", true)}).empty());
   // Without shapes (older records) only the id's causal part is read.
   EXPECT_EQ(shared_failure_features(reason({"gate_mha_d128_s4096_causal"}), {}), std::vector<std::string>{"causal"});
@@ -244,6 +249,7 @@ TEST(Questions, AskCorrectnessChoosesByWhatTheFailingScenariosShare) {
                                     {"scenarios", {"gate_x"}},
                                     {"detail", "gate_x (large_scores: O max abs 2.5 > 0.0121); replay: ..."}}});
   report["scenarios"][0]["shape"] = "b=2 sq=4096 sk=4096 hq=16 hkv=16 d=128 noncausal bf16";
+  report["scenarios"][0]["failed_distributions"] = {"large_scores"};  // what the rule reads, not the detail
   test::write_report(sb.dir / "r.json", report);
   ASSERT_EQ(cmd_ask(sb.ctx, "correctness", sb.dir / "r.json"), kExitPass) << sb.err.str();
   std::string out = sb.out.str();

@@ -38,6 +38,7 @@ void judge_verify_status(ScenarioResult& row, const verify::ResultDocument& r, c
   for (const auto& run : r.runs) {
     if (auto v = finite(run.o.max_abs)) row.o_max_abs = std::max(row.o_max_abs.value_or(0), *v);
     if (auto v = finite(run.lse.max_abs)) row.lse_max_abs = std::max(row.lse_max_abs.value_or(0), *v);
+    if (!run.pass) row.failed_distributions.push_back(run.distribution);
     if (first_reason.empty() && !run.pass)
       first_reason = run.distribution + ": " + (run.reasons.empty() ? std::string("failed") : run.reasons[0]);
   }

@@ -185,6 +185,7 @@ TEST(CorrectnessRule, AWrongOutputFailsWithItsReplayCommand) {
   judge_verify_status(row, failed_result({"O max error 0.5 > bound 0.01"}), "verify.candidate.s", shipped_policy(),
                       reasons, tally);
   EXPECT_EQ(row.correct, false);
+  EXPECT_EQ(row.failed_distributions, std::vector<std::string>{"standard"});  // typed, for the questions
   const auto done = reasons.done();
   ASSERT_EQ(done.size(), 1u);
   EXPECT_EQ(done[0].code, "CORRECTNESS_FAILED");

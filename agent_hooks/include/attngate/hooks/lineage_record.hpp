@@ -129,6 +129,8 @@ void get_if_present(const nlohmann::json& j, const char* key, T& v) {
 
 inline nlohmann::json lineage_scenario(const ScenarioResult& s) {
   nlohmann::json j = s;
+  // Newer than the lineage's first records: written only when set, so theirs read back unchanged.
+  if (s.failed_distributions.empty()) j.erase("failed_distributions");
   j["candidate"] = LaunchShape{s.candidate.kernel_count, s.candidate.streams};
   j["baseline"] = LaunchShape{s.baseline.kernel_count, s.baseline.streams};
   return j;

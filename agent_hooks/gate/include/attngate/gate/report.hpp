@@ -67,6 +67,9 @@ struct ScenarioResult {
   std::string status;  // the verify result's (passed, failed, skipped, error) or missing, stale, unreadable
   std::optional<bool> correct;  // null: no result from this run
   bool nondeterministic = false;  // within the bounds, but repeated calls differed
+  // The input distributions whose run failed, in the verifier's order ("standard" first, then
+  // "large_scores", ...): what the questions read, rather than a reason's text.
+  std::vector<std::string> failed_distributions;
   std::optional<double> o_max_abs, lse_max_abs;
   std::string base_seed;  // ATTNGATE_SEED replays the verification
   // The gate suite's rows: the timed comparison.
@@ -79,7 +82,7 @@ struct ScenarioResult {
   std::optional<double> fraction_of_best;  // tflops / the best baseline's
 };
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(ScenarioResult, id, shape, status, correct, nondeterministic,
-                                                o_max_abs, lse_max_abs, base_seed, speedup, ci_low, ci_high,
+                                                failed_distributions, o_max_abs, lse_max_abs, base_seed, speedup, ci_low, ci_high,
                                                 kernel_speedup, wall_speedup, tflops, percent_of_peak, calls, floor_ms,
                                                 candidate, baseline, flags, best_baseline, fraction_of_best)
 
