@@ -15,17 +15,13 @@ void print_elites(const Context& ctx, const std::vector<Record>& evaluations) {
     os << "attngate: no elites yet: no scored version with per-scenario speedups in " << ctx.lineage.string() << "\n";
     return;
   }
-  char line[256];
-  std::snprintf(line, sizeof line, "%-22s  %-7s  %-13s  %-9s  %s\n", "group", "version", "group geomean", "geomean",
-                "restore");
-  os << line;
+  os << fmt::format("{:<22}  {:<7}  {:<13}  {:<9}  {}\n", "group", "version", "group geomean", "geomean", "restore");
   for (const auto& e : best) {
     auto it = std::find_if(evaluations.begin(), evaluations.end(), [&](const Record& r) { return r.version == e.version; });
     const std::string restore = restore_command(ctx, *it);
-    std::snprintf(line, sizeof line, "%-22s  %-7d  %-13s  %-9s  %s\n", e.group.name().c_str(), e.version,
-                  fmt::format("{:.3f}x", e.group_geomean).c_str(), fx(e.geomean).c_str(),
-                  restore.empty() ? "(source not kept)" : restore.c_str());
-    os << line;
+    os << fmt::format("{:<22}  {:<7}  {:<13}  {:<9}  {}\n", e.group.name(), e.version,
+                      fmt::format("{:.3f}x", e.group_geomean), fx(e.geomean),
+                      restore.empty() ? "(source not kept)" : restore);
   }
 }
 
@@ -62,10 +58,8 @@ int cmd_history(const Context& ctx, bool show_elites) {
       for (const auto& q : r.questions_before) ids.push_back(q.id);
     }
   }
-  char line[256];
-  std::snprintf(line, sizeof line, "%-7s  %-20s  %-9s  %-17s  %-7s  %s\n", "version", "time (UTC)", "geomean",
-                "CI", "verdict", "triggers");
-  os << line;
+  os << fmt::format("{:<7}  {:<20}  {:<9}  {:<17}  {:<7}  {}\n", "version", "time (UTC)", "geomean", "CI", "verdict",
+                    "triggers");
   for (const auto& r : c.records) {
     if (!r.is_evaluation()) continue;
     std::string ci = r.geomean.ci_low && r.geomean.ci_high
@@ -75,11 +69,11 @@ int cmd_history(const Context& ctx, bool show_elites) {
     for (const auto& a : asked[r.version]) triggers.push_back(a);
     std::string reasons;
     for (const auto& reason : r.reasons) reasons += (reasons.empty() ? "" : ",") + reason.code;
-    std::snprintf(line, sizeof line, "%-7d  %-20s  %-9s  %-17s  %-7s  %s%s", r.version, r.time.c_str(),
-                  r.geomean.speedup ? fmt::format("{:.3f}x", *r.geomean.speedup).c_str() : "-", ci.c_str(),
-                  r.verdict.c_str(), triggers.empty() ? "-" : fmt::format("{}", fmt::join(triggers, ",")).c_str(),
-                  reasons.empty() ? "" : ("  (" + reasons + ")").c_str());
-    os << line << (r.note.empty() ? "" : "  \"" + r.note + "\"") << "\n";
+    os << fmt::format("{:<7}  {:<20}  {:<9}  {:<17}  {:<7}  {}{}", r.version, r.time,
+                      r.geomean.speedup ? fmt::format("{:.3f}x", *r.geomean.speedup) : "-", ci, r.verdict,
+                      triggers.empty() ? "-" : fmt::format("{}", fmt::join(triggers, ",")),
+                      reasons.empty() ? "" : "  (" + reasons + ")")
+       << (r.note.empty() ? "" : "  \"" + r.note + "\"") << "\n";
     if (auto it = before_gain.find(r.version); it != before_gain.end())
       os << "         committed; questions asked before this gain: "
          << (it->second.empty() ? std::string("none") : fmt::format("{}", fmt::join(it->second, ", "))) << "\n";

@@ -65,18 +65,15 @@ json source_json(const Context& ctx, const Record& r) {
 }
 
 void print_scenarios(std::ostream& os, const Record& r) {
-  char line[320];
-  std::snprintf(line, sizeof line, "  %-40s  %-8s  %-16s  %-7s  %s\n", "scenario", "speedup", "CI", "correct",
-                "best baseline TFLOPS (fraction)");
-  os << line;
+  os << fmt::format("  {:<40}  {:<8}  {:<16}  {:<7}  {}\n", "scenario", "speedup", "CI", "correct",
+                    "best baseline TFLOPS (fraction)");
   for (const auto& s : r.scenarios) {
     const auto& b = s.best_baseline;
     std::string best = !b ? std::string("-")
                           : b->library + " " + (b->tflops ? fmt::format("{:.1f}", *b->tflops) : "?") +
                                 (s.fraction_of_best ? " (" + fmt::format("{:.0f}%", 100 * *s.fraction_of_best) + ")" : "");
-    std::snprintf(line, sizeof line, "  %-40s  %-8s  %-16s  %-7s  %s\n", s.id.c_str(), fx(s.speedup).c_str(),
-                  ci_text(s.ci_low, s.ci_high).c_str(), !s.correct ? "-" : *s.correct ? "yes" : "NO", best.c_str());
-    os << line;
+    os << fmt::format("  {:<40}  {:<8}  {:<16}  {:<7}  {}\n", s.id, fx(s.speedup), ci_text(s.ci_low, s.ci_high),
+                      !s.correct ? "-" : *s.correct ? "yes" : "NO", best);
   }
 }
 
@@ -172,16 +169,10 @@ void print_diff(std::ostream& os, const json& d) {
   for (const char* side : {"a", "b"})
     os << "  note, version " << d[side].dump() << ": "
        << (d["notes"][side].get<std::string>().empty() ? "-" : d["notes"][side].get<std::string>()) << "\n";
-  char line[256];
-  std::snprintf(line, sizeof line, "  %-40s  %9s  %9s  %7s\n", "scenario", ("v" + d["a"].dump()).c_str(),
-                ("v" + d["b"].dump()).c_str(), "ratio");
-  os << line;
-  for (const auto& s : d["scenarios"]) {
-    std::snprintf(line, sizeof line, "  %-40s  %9s  %9s  %7s\n", s["id"].get<std::string>().c_str(),
-                  num_or_dash(s["a"], "%.3fx").c_str(), num_or_dash(s["b"], "%.3fx").c_str(),
-                  num_or_dash(s["ratio"], "%.3f").c_str());
-    os << line;
-  }
+  os << fmt::format("  {:<40}  {:>9}  {:>9}  {:>7}\n", "scenario", "v" + d["a"].dump(), "v" + d["b"].dump(), "ratio");
+  for (const auto& s : d["scenarios"])
+    os << fmt::format("  {:<40}  {:>9}  {:>9}  {:>7}\n", s["id"].get<std::string>(), num_or_dash(s["a"], "%.3fx"),
+                      num_or_dash(s["b"], "%.3fx"), num_or_dash(s["ratio"], "%.3f"));
   for (const char* what : {"reasons", "signals"}) {
     os << "  " << what << " only in " << va << ": " << names_or_none(d[what]["only_a"].get<std::vector<std::string>>()) << "\n";
     os << "  " << what << " only in " << vb << ": " << names_or_none(d[what]["only_b"].get<std::vector<std::string>>()) << "\n";

@@ -4,10 +4,12 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdio>
 #include <map>
 #include <sstream>
 #include <stdexcept>
+
+#include <fmt/format.h>
+#include <fmt/printf.h>
 
 namespace attngate::hooks::profile {
 namespace {
@@ -139,9 +141,7 @@ std::vector<Stall> top_stalls(const std::vector<const NcuRow*>& rows) {
 
 std::string cell(const std::optional<double>& v, const char* format) {
   if (!v) return "n/a";
-  char b[64];
-  std::snprintf(b, sizeof b, format, *v);
-  return b;
+  return fmt::sprintf(format, *v);
 }
 
 }  // namespace
@@ -228,14 +228,9 @@ KernelProfile summarize(const std::vector<NcuRow>& all, const std::string& kerne
 
 std::string render_summary(const ProfileDocument& d) {
   std::ostringstream out;
-  char line[256];
   const auto row = [&](const std::string& label, auto value_of) {
-    std::snprintf(line, sizeof line, "%-26s", label.c_str());
-    out << line;
-    for (const KernelProfile& k : d.kernels) {
-      std::snprintf(line, sizeof line, " %25s", value_of(k).c_str());
-      out << line;
-    }
+    out << fmt::format("{:<26}", label);
+    for (const KernelProfile& k : d.kernels) out << fmt::format(" {:>25}", value_of(k));
     out << "\n";
   };
   out << "attngate profile: " << d.scenario << " (" << d.shape << ") on " << (d.device.empty() ? "?" : d.device)

@@ -1,8 +1,9 @@
 // `attngate gate --quiet`'s progress lines (progress.hpp).
 #include "attngate/hooks/progress.hpp"
 
-#include <cstdio>
 #include <fstream>
+
+#include <fmt/format.h>
 
 #include "attngate/gate/gate_report.hpp"
 
@@ -17,11 +18,7 @@ bool fresh(const fs::path& f, fs::file_time_type since) {
   return !ec && t >= since;
 }
 
-std::string seconds(double s) {
-  char b[32];
-  std::snprintf(b, sizeof b, "(%.0f s)", s);
-  return b;
-}
+std::string seconds(double s) { return fmt::format("({:.0f} s)", s); }
 
 }  // namespace
 
