@@ -10,6 +10,7 @@
 #include <type_traits>
 #include <map>
 #include <set>
+#include <tuple>
 #include <stdexcept>
 
 #include <yaml-cpp/yaml.h>
@@ -142,110 +143,124 @@ bool is_scored(const Record& r) {
   return true;
 }
 
-std::vector<Signal> compute_signals(const std::vector<Record>& earlier, const Record& cur,
-                                    const SupervisorConfig& cfg, const StepBar& committed) {
-  std::vector<Signal> out;
-  auto add = [&](const char* trigger, const char* kind, std::string detail) {
-    out.push_back({trigger, kind, std::move(detail)});
-  };
+namespace {
 
-  // The best before this version, and the index of the evaluation that last set a new best
-  // (a gain under min_gain is noise, not a new best).
+// What every signal rule reads: the lineage before this version, this version, the settings, the
+// committed bar, and the best before this version with the index of the evaluation that last set a
+// new best (a gain under stall.min_gain is noise, not a new best).
+struct SignalInputs {
+  const std::vector<Record>& earlier;
+  const Record& cur;
+  const SupervisorConfig& cfg;
+  const StepBar& committed;
   Best best;
   std::optional<std::size_t> last_new_best;
+  bool scored = false;  // this version has a score the rules may compare
+  double g = 0;         // its geomean (0 when it has none)
+};
+
+SignalInputs signal_inputs(const std::vector<Record>& earlier, const Record& cur, const SupervisorConfig& cfg,
+                           const StepBar& committed) {
+  SignalInputs in{earlier, cur, cfg, committed, {}, std::nullopt, is_scored(cur), cur.geomean.speedup.value_or(0)};
   for (std::size_t i = 0; i < earlier.size(); ++i) {
     if (!is_scored(earlier[i])) continue;
-    double g = *earlier[i].geomean.speedup;
-    if (!best.record || g > best.speedup * (1 + cfg.stall.min_gain)) last_new_best = i;
-    if (!best.record || g > best.speedup) best = {&earlier[i], g, i};
+    const double g = *earlier[i].geomean.speedup;
+    if (!in.best.record || g > in.best.speedup * (1 + cfg.stall.min_gain)) in.last_new_best = i;
+    if (!in.best.record || g > in.best.speedup) in.best = {&earlier[i], g, i};
   }
-  const bool scored = is_scored(cur);
-  const double g = cur.geomean.speedup.value_or(0);
-  if (scored && (!best.record || g > best.speedup * (1 + cfg.stall.min_gain))) last_new_best = earlier.size();
+  if (in.scored && (!in.best.record || in.g > in.best.speedup * (1 + cfg.stall.min_gain)))
+    in.last_new_best = earlier.size();
+  return in;
+}
 
-  // Stall: counted in evaluations (all of them, failed builds included) and in minutes.
-  {
-    std::size_t since = last_new_best ? earlier.size() - *last_new_best : earlier.size() + 1;
-    const Record* anchor = last_new_best ? (*last_new_best < earlier.size() ? &earlier[*last_new_best] : &cur)
-                                         : (earlier.empty() ? &cur : &earlier.front());
-    if (static_cast<long>(since) >= cfg.stall.evaluations) {
-      add("stall", "no_new_best",
-          "no new best geomean in the last " + std::to_string(since) + " evaluations" +
-              (best.record ? " (best " + fx(best.speedup) + ", version " + std::to_string(best.record->version) + ")"
-                           : std::string(" (no scored version yet)")));
-    } else {
-      auto t0 = parse_iso8601(anchor->time), t1 = parse_iso8601(cur.time);
-      if (t0 && t1 && since > 0 && static_cast<double>(*t1 - *t0) >= cfg.stall.minutes * 60)
-        add("stall", "no_new_best_time",
-            "no new best geomean for " + fmt::format("{:.0f}", static_cast<double>(*t1 - *t0) / 60) + " minutes (since version " +
-                std::to_string(anchor->version) + ")");
-    }
+std::string joined(const std::vector<std::string>& items) { return fmt::format("{}", fmt::join(items, ", ")); }
+
+// Stall: counted in evaluations (all of them, failed builds included) and in minutes.
+void stall_signals(const SignalInputs& in, std::vector<Signal>& out) {
+  const auto& [earlier, cur, cfg] = std::tie(in.earlier, in.cur, in.cfg);
+  const std::size_t since = in.last_new_best ? earlier.size() - *in.last_new_best : earlier.size() + 1;
+  const Record* anchor = in.last_new_best ? (*in.last_new_best < earlier.size() ? &earlier[*in.last_new_best] : &cur)
+                                          : (earlier.empty() ? &cur : &earlier.front());
+  if (static_cast<long>(since) >= cfg.stall.evaluations) {
+    out.push_back({"stall", "no_new_best",
+                   "no new best geomean in the last " + std::to_string(since) + " evaluations" +
+                       (in.best.record ? " (best " + fx(in.best.speedup) + ", version " +
+                                             std::to_string(in.best.record->version) + ")"
+                                       : std::string(" (no scored version yet)"))});
+    return;
   }
+  auto t0 = parse_iso8601(anchor->time), t1 = parse_iso8601(cur.time);
+  if (t0 && t1 && since > 0 && static_cast<double>(*t1 - *t0) >= cfg.stall.minutes * 60)
+    out.push_back({"stall", "no_new_best_time",
+                   "no new best geomean for " + fmt::format("{:.0f}", static_cast<double>(*t1 - *t0) / 60) +
+                       " minutes (since version " + std::to_string(anchor->version) + ")"});
+}
 
-  // Cycle: the same source again, scores going back and forth, or old lines coming back.
+// Cycle: the same source again, scores going back and forth, or old lines coming back.
+void cycle_signals(const SignalInputs& in, std::vector<Signal>& out) {
+  const auto& [earlier, cur, cfg] = std::tie(in.earlier, in.cur, in.cfg);
   if (cfg.cycle.repeat_hash && !cur.candidate_sha256.empty()) {
-    std::vector<int> same;
+    std::vector<std::string> same;
     for (const auto& r : earlier)
-      if (r.candidate_sha256 == cur.candidate_sha256) same.push_back(r.version);
-    if (!same.empty()) {
-      std::string list;
-      for (int v : same) list += (list.empty() ? "" : ", ") + std::to_string(v);
-      add("cycle", "repeat", "this source was already evaluated as version(s) " + list);
-    }
+      if (r.candidate_sha256 == cur.candidate_sha256) same.push_back(std::to_string(r.version));
+    if (!same.empty()) out.push_back({"cycle", "repeat", "this source was already evaluated as version(s) " + joined(same)});
   }
-  {
-    std::vector<double> gs;
-    for (const auto& r : earlier)
-      if (is_scored(r)) gs.push_back(*r.geomean.speedup);
-    if (scored) gs.push_back(g);
-    const std::size_t w = static_cast<std::size_t>(cfg.cycle.oscillation_window);
-    if (scored && gs.size() >= w) {
-      std::vector<double> tail(gs.end() - static_cast<long>(w), gs.end());
-      bool alternating = true;
-      for (std::size_t k = 1; k < w && alternating; ++k) {
-        double d = tail[k] - tail[k - 1];
-        double prev = k >= 2 ? tail[k - 1] - tail[k - 2] : -d;
-        alternating = d != 0 && (d > 0) != (prev > 0);
-      }
-      auto [lo, hi] = std::minmax_element(tail.begin(), tail.end());
-      if (alternating && *lo > 0 && (*hi - *lo) / *lo <= cfg.cycle.oscillation_band)
-        add("cycle", "oscillation",
-            "the last " + std::to_string(w) + " geomeans alternate up and down between " + fx(*lo) + " and " + fx(*hi));
+  std::vector<double> gs;
+  for (const auto& r : earlier)
+    if (is_scored(r)) gs.push_back(*r.geomean.speedup);
+  if (in.scored) gs.push_back(in.g);
+  const std::size_t w = static_cast<std::size_t>(cfg.cycle.oscillation_window);
+  if (in.scored && gs.size() >= w) {
+    std::vector<double> tail(gs.end() - static_cast<long>(w), gs.end());
+    bool alternating = true;
+    for (std::size_t k = 1; k < w && alternating; ++k) {
+      double d = tail[k] - tail[k - 1];
+      double prev = k >= 2 ? tail[k - 1] - tail[k - 2] : -d;
+      alternating = d != 0 && (d > 0) != (prev > 0);
     }
+    auto [lo, hi] = std::minmax_element(tail.begin(), tail.end());
+    if (alternating && *lo > 0 && (*hi - *lo) / *lo <= cfg.cycle.oscillation_band)
+      out.push_back({"cycle", "oscillation",
+                     "the last " + std::to_string(w) + " geomeans alternate up and down between " + fx(*lo) + " and " +
+                         fx(*hi)});
   }
   if (cur.churn && cur.churn->added >= static_cast<std::size_t>(std::max(cfg.cycle.churn_min_added_lines, 1)) &&
       cur.churn->share() > cfg.cycle.churn_threshold)
-    add("cycle", "churn",
-        std::to_string(cur.churn->readded) + " of " + std::to_string(cur.churn->added) + " added lines (" +
-            fmt::format("{:.0f}%", 100 * cur.churn->share()) + ") were deleted earlier in the lineage");
+    out.push_back({"cycle", "churn",
+                   std::to_string(cur.churn->readded) + " of " + std::to_string(cur.churn->added) + " added lines (" +
+                       fmt::format("{:.0f}%", 100 * cur.churn->share()) + ") were deleted earlier in the lineage"});
+}
 
-  // Suspicious gain.
+// Suspicious gain, in the score: a step over the best (or the committed bar), a scenario above the
+// device's peak, wall time that its kernel time does not explain.
+void suspicious_score_signals(const SignalInputs& in, std::vector<Signal>& out) {
+  const auto& [cur, cfg] = std::tie(in.cur, in.cfg);
   if (cur.geomean.speedup) {
     double ref = 1.0;
     std::string ref_what = "baseline";
-    if (best.record) ref = best.speedup, ref_what = "best so far (version " + std::to_string(best.record->version) + ")";
-    if (committed.speedup > ref) ref = committed.speedup, ref_what = committed.what;
-    if (ref > 0 && g / ref > cfg.suspicious.step_speedup)
-      add("suspicious", "step", "geomean " + fx(g) + " is " + fx(g / ref) + " the " + ref_what);
+    if (in.best.record) ref = in.best.speedup, ref_what = "best so far (version " + std::to_string(in.best.record->version) + ")";
+    if (in.committed.speedup > ref) ref = in.committed.speedup, ref_what = in.committed.what;
+    if (ref > 0 && in.g / ref > cfg.suspicious.step_speedup)
+      out.push_back({"suspicious", "step", "geomean " + fx(in.g) + " is " + fx(in.g / ref) + " the " + ref_what});
   }
-  {
-    std::vector<std::string> over;
-    for (const auto& s : cur.scenarios)
-      if (s.percent_of_peak && *s.percent_of_peak > cfg.suspicious.peak_percent)
-        over.push_back(s.id + " " + fmt::format("{:.1f}%", *s.percent_of_peak));
-    if (!over.empty()) {
-      std::string list;
-      for (const auto& o : over) list += (list.empty() ? "" : ", ") + o;
-      add("suspicious", "above_peak", "above the device's peak: " + list);
-    }
-  }
+  std::vector<std::string> over;
+  for (const auto& s : cur.scenarios)
+    if (s.percent_of_peak && *s.percent_of_peak > cfg.suspicious.peak_percent)
+      over.push_back(s.id + " " + fmt::format("{:.1f}%", *s.percent_of_peak));
+  if (!over.empty()) out.push_back({"suspicious", "above_peak", "above the device's peak: " + joined(over)});
   if (auto agreement = wall_agreement(cur); agreement && std::abs(*agreement - 1) > cfg.suspicious.wall_kernel_gap)
-    add("suspicious", "wall_vs_kernel",
-        "the candidate's wall time is " + fx(1 / *agreement) +
-            " what its kernel time predicts (its kernel time plus the baseline's own wall-minus-kernel time per "
-            "call, geomean over scenarios); wall-clock speedup " +
-            (cur.geomean.wall_speedup ? fx(*cur.geomean.wall_speedup) : std::string("n/a")) +
-            " vs kernel-time speedup " + (cur.geomean.kernel_speedup ? fx(*cur.geomean.kernel_speedup) : "n/a"));
+    out.push_back({"suspicious", "wall_vs_kernel",
+                   "the candidate's wall time is " + fx(1 / *agreement) +
+                       " what its kernel time predicts (its kernel time plus the baseline's own wall-minus-kernel time "
+                       "per call, geomean over scenarios); wall-clock speedup " +
+                       (cur.geomean.wall_speedup ? fx(*cur.geomean.wall_speedup) : std::string("n/a")) +
+                       " vs kernel-time speedup " + (cur.geomean.kernel_speedup ? fx(*cur.geomean.kernel_speedup) : "n/a")});
+}
+
+// Suspicious gain, in how the candidate launches: another number of kernels per call than the
+// last version that reported one, or work on other streams.
+void suspicious_launch_signals(const SignalInputs& in, std::vector<Signal>& out) {
+  const auto& [earlier, cur, cfg] = std::tie(in.earlier, in.cur, in.cfg);
   if (cfg.suspicious.kernel_count_change) {
     const Record* prev = nullptr;
     for (auto it = earlier.rbegin(); it != earlier.rend() && !prev; ++it)
@@ -258,16 +273,16 @@ std::vector<Signal> compute_signals(const std::vector<Record>& earlier, const Re
       std::map<std::string, std::int64_t> before;
       for (const auto& s : prev->scenarios)
         if (s.candidate.kernel_count) before[s.id] = *s.candidate.kernel_count;
-      std::string list;
+      std::vector<std::string> changed;
       for (const auto& s : cur.scenarios) {
         auto it = before.find(s.id);
         if (s.candidate.kernel_count && it != before.end() && it->second != *s.candidate.kernel_count)
-          list += (list.empty() ? "" : ", ") + s.id + " " + std::to_string(it->second) + "->" +
-                  std::to_string(*s.candidate.kernel_count);
+          changed.push_back(s.id + " " + std::to_string(it->second) + "->" + std::to_string(*s.candidate.kernel_count));
       }
-      if (!list.empty())
-        add("suspicious", "kernel_count", "kernel launches per call changed since version " +
-                                              std::to_string(prev->version) + ": " + list);
+      if (!changed.empty())
+        out.push_back({"suspicious", "kernel_count",
+                       "kernel launches per call changed since version " + std::to_string(prev->version) + ": " +
+                           joined(changed)});
     }
   }
   if (cfg.suspicious.side_stream_work) {
@@ -279,18 +294,32 @@ std::vector<Signal> compute_signals(const std::vector<Record>& earlier, const Re
         ids.insert(r.scenarios.begin(), r.scenarios.end());
         if (r.scenarios.empty()) ids.insert("(report-wide)");
       }
-    if (!ids.empty()) {
-      std::string list;
-      for (const auto& id : ids) list += (list.empty() ? "" : ", ") + id;
-      add("suspicious", "side_stream_work", "work on other streams: " + list);
-    }
+    if (!ids.empty())
+      out.push_back({"suspicious", "side_stream_work",
+                     "work on other streams: " + joined(std::vector<std::string>(ids.begin(), ids.end()))});
   }
+}
 
-  // Regression against the best version.
-  if (scored && best.record && g < best.speedup * (1 - cfg.regression.tolerance))
-    add("regression", "below_best",
-        "geomean " + fx(g) + " is " + fmt::format("{:.1f}%", 100 * (1 - g / best.speedup)) + " below the best " +
-            fx(best.speedup) + " (version " + std::to_string(best.record->version) + ")");
+// Regression against the best version.
+void regression_signal(const SignalInputs& in, std::vector<Signal>& out) {
+  if (in.scored && in.best.record && in.g < in.best.speedup * (1 - in.cfg.regression.tolerance))
+    out.push_back({"regression", "below_best",
+                   "geomean " + fx(in.g) + " is " + fmt::format("{:.1f}%", 100 * (1 - in.g / in.best.speedup)) +
+                       " below the best " + fx(in.best.speedup) + " (version " + std::to_string(in.best.record->version) +
+                       ")"});
+}
+
+}  // namespace
+
+std::vector<Signal> compute_signals(const std::vector<Record>& earlier, const Record& cur,
+                                    const SupervisorConfig& cfg, const StepBar& committed) {
+  const SignalInputs in = signal_inputs(earlier, cur, cfg, committed);
+  std::vector<Signal> out;
+  stall_signals(in, out);
+  cycle_signals(in, out);
+  suspicious_score_signals(in, out);
+  suspicious_launch_signals(in, out);
+  regression_signal(in, out);
   return out;
 }
 
