@@ -180,11 +180,13 @@ std::vector<std::string> shared_failure_features(const std::vector<Reason>& reas
   if (failing.empty()) return {};
   std::map<std::string, int> count;
   int known = 0;
-  // A scenario that failed on large scores before any other distribution (it passed the standard one).
+  // The first failing scenario failed on large scores before any other distribution (it passed the
+  // standard one): the reason's detail, which it replaces, described that scenario's first failure.
   bool large_scores = false;
   for (const auto& id : failing) {
     auto it = std::find_if(scenarios.begin(), scenarios.end(), [&](const ScenarioResult& s) { return s.id == id; });
-    if (it != scenarios.end() && !it->failed_distributions.empty() && it->failed_distributions.front() == "large_scores")
+    if (id == failing.front() && it != scenarios.end() && !it->failed_distributions.empty() &&
+        it->failed_distributions.front() == "large_scores")
       large_scores = true;
     const std::string shape = it == scenarios.end() ? std::string{} : it->shape;
     auto sq = shape_number(shape, "sq"), sk = shape_number(shape, "sk");

@@ -236,6 +236,11 @@ TEST(Questions, SharedFailureFeaturesComeFromTheFailingScenariosShapes) {
   EXPECT_EQ(shared_failure_features(reason({"a"}), sc), (std::vector<std::string>{"large_scores", "tail", "causal"}));
   sc[0].failed_distributions = {"standard", "large_scores"};  // it failed the standard inputs too
   EXPECT_EQ(shared_failure_features(reason({"a"}), sc), (std::vector<std::string>{"tail", "causal"}));
+  // Only the first failing scenario's first failure counts, as the reason's detail described it.
+  sc[0].failed_distributions = {"standard"};
+  sc[1].failed_distributions = {"large_scores"};
+  EXPECT_EQ(shared_failure_features(reason({"a", "b"}), sc), (std::vector<std::string>{"tail", "causal"}));
+  EXPECT_EQ(shared_failure_features(reason({"b", "a"}), sc), (std::vector<std::string>{"large_scores", "tail", "causal"}));
   EXPECT_TRUE(shared_failure_features({{"GEOMEAN_BELOW_TARGET", {"a"}, "x"}}, {shaped("a", "", true)}).empty());
   // Without shapes (older records) only the id's causal part is read.
   EXPECT_EQ(shared_failure_features(reason({"gate_mha_d128_s4096_causal"}), {}), std::vector<std::string>{"causal"});
