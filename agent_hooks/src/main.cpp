@@ -100,6 +100,10 @@ void add_gate(CLI::App& app, Cli& c) {
                                            "simulated fail), recorded in the dry-run lineage");
   c.gate->add_option("--note", c.note, "What this version tries, stored with the evaluation in the lineage");
   c.gate->add_option("ctest_extra", c.ctest_rest, "Arguments after -- go to ctest");
+}
+
+// Last, so that --help lists it where it always was.
+void add_stop_hook(CLI::App& app, Cli& c) {
   c.stop_hook = app.add_subcommand("stop-hook", "Stop hook for agent runners: reads the runner's JSON on stdin, "
                                                 "runs the gate, exit 2 (refuse, reason on stderr) unless it passes");
   add_gate_options(c.stop_hook, c);
@@ -277,6 +281,7 @@ int main(int argc, char** argv) {
   add_lineage_commands(app, c);
   add_report(app, c);
   add_plan_and_profile(app, c);
+  add_stop_hook(app, c);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
