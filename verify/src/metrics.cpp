@@ -71,15 +71,21 @@ void judge_clean(Judgement& j, const char* what, const ErrorStats& s) {
 
 }  // namespace
 
-Judgement judge_absolute(const ErrorStats& o, const ErrorStats& lse, const DtypeTolerance& tol) {
+Judgement judge_bounds(const ErrorStats& o, const ErrorStats& lse, const DtypeTolerance& tol) {
   Judgement j;
-  judge_clean(j, "O", o);
-  judge_clean(j, "LSE", lse);
   if (o.max_abs > tol.initial_o_max_abs)
     j.fail(fmt::format("O: max abs error {:.3g} exceeds the absolute bound {:.3g}", o.max_abs, tol.initial_o_max_abs));
   if (lse.max_scaled > tol.initial_lse_max_abs)
     j.fail(fmt::format("LSE: max error {:.3g} (scaled by max(1,|LSE|)) exceeds the bound {:.3g}", lse.max_scaled,
                tol.initial_lse_max_abs));
+  return j;
+}
+
+Judgement judge_absolute(const ErrorStats& o, const ErrorStats& lse, const DtypeTolerance& tol) {
+  Judgement j;
+  judge_clean(j, "O", o);
+  judge_clean(j, "LSE", lse);
+  for (auto& r : judge_bounds(o, lse, tol).reasons) j.fail(std::move(r));
   return j;
 }
 

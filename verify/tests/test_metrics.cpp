@@ -95,6 +95,25 @@ TEST(pass_rule, absolute_bound_for_the_initial_kernel) {
   EXPECT_FALSE(judge_absolute(with_max(0.001), with_max(0.006), tol).pass);
 }
 
+// The ceiling every kernel meets: the bounds alone, so NaN is judge_absolute's and the ratio rule's
+// own reason, not a second "ceiling" line.
+TEST(pass_rule, the_bounds_alone_are_the_ceiling) {
+  const DtypeTolerance tol{1e-3, 2e-2, 1e-3, 5e-3};
+  ErrorStats nan_o = with_max(0.001);
+  nan_o.nonfinite = 3;
+  EXPECT_TRUE(judge_bounds(nan_o, with_max(0.004), tol).pass);
+  EXPECT_FALSE(judge_absolute(nan_o, with_max(0.004), tol).pass);
+  const Judgement both = judge_bounds(with_max(0.021), with_max(0.006), tol);
+  ASSERT_EQ(both.reasons.size(), 2u);
+  EXPECT_NE(both.reasons[0].find("O: max abs error"), std::string::npos);
+  EXPECT_NE(both.reasons[1].find("LSE: max error"), std::string::npos);
+  // judge_absolute: the NaN rule first, then the same bounds, in the same words.
+  const Judgement all = judge_absolute(nan_o, with_max(0.006), tol);
+  ASSERT_EQ(all.reasons.size(), 2u);
+  EXPECT_NE(all.reasons[0].find("NaN/Inf"), std::string::npos);
+  EXPECT_EQ(all.reasons[1], judge_bounds(nan_o, with_max(0.006), tol).reasons[0]);
+}
+
 TEST(pass_rule, candidate_within_ratio_of_initial_plus_atol) {
   const DtypeTolerance tol{1e-3, 2e-2, 1e-3, 5e-3};
   const ErrorStats init_o = with_max(4e-3), init_lse = with_max(1e-4);

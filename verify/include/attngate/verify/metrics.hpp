@@ -42,8 +42,11 @@ struct Judgement {
 };
 
 // The initial kernel must meet the suite's bounds for its dtype: O by max abs error, LSE by
-// max_scaled (absolute below |LSE| = 1, relative above).
+// max_scaled (absolute below |LSE| = 1, relative above); and no NaN/Inf, no fully masked row wrong.
 Judgement judge_absolute(const ErrorStats& o, const ErrorStats& lse, const DtypeTolerance& tol);
+// The bounds alone (judge_absolute without its NaN and masked-row rules): every other kernel's
+// ceiling, whatever the initial kernel's error.
+Judgement judge_bounds(const ErrorStats& o, const ErrorStats& lse, const DtypeTolerance& tol);
 
 // Any other kernel: max error at most ratio x the initial kernel's on the same inputs, plus atol.
 Judgement judge_against_initial(const ErrorStats& o, const ErrorStats& lse, const ErrorStats& initial_o,
