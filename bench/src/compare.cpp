@@ -7,7 +7,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdio>
 #include <fstream>
 #include <limits>
 #include <regex>
@@ -226,20 +225,17 @@ std::string format_table(const ComparisonReport& r, const SuiteSpeedup& s) {
   o << "\nInterleaved comparison: " << r.kernel << " against base " << r.base << " on suite " << r.suite << " ("
     << r.device << ")\nspeedup = median time of base / median time of kernel (> 1: " << r.kernel
     << " is faster); intervals: 95% bootstrap; k_spd, w_spd: the same on CUPTI kernel time and wall time\n";
-  char line[512];
-  std::snprintf(line, sizeof line, "%-40s %10s %10s %8s %8s %9s %19s %7s %7s %8s %8s %6s\n", "scenario", "kernel_ms",
-                "base_ms", "k_TFLOPS", "b_TFLOPS", "speedup", "95% CI", "k_spd", "w_spd", "k_cv", "b_cv", "calls");
-  o << line;
+  o << fmt::format("{:<40} {:>10} {:>10} {:>8} {:>8} {:>9} {:>19} {:>7} {:>7} {:>8} {:>8} {:>6}\n", "scenario", "kernel_ms",
+                   "base_ms", "k_TFLOPS", "b_TFLOPS", "speedup", "95% CI", "k_spd", "w_spd", "k_cv", "b_cv", "calls");
   for (size_t i = 0; i < r.rows.size(); ++i) {
     const auto& row = r.rows[i];
     const double km = median(row.samples.kernel), bm = median(row.samples.base);
-    std::snprintf(line, sizeof line,
-                  "%-40s %10.4f %10.4f %8.1f %8.1f %9.4f   [%7.4f, %7.4f] %7.4f %7.4f %7.2f%% %7.2f%% %6zu\n",
-                  row.scenario.c_str(), km, bm, tflops(row.flops, km * 1e-3), tflops(row.flops, bm * 1e-3),
-                  s.scenarios[i].speedup, s.scenarios[i].ci95.lo, s.scenarios[i].ci95.hi,
-                  clock_speedup(row, "kernel_ms"), clock_speedup(row, "wall_ms"), 100 * cv(row.samples.kernel),
-                  100 * cv(row.samples.base), row.samples.kernel.size());
-    o << line;
+    o << fmt::format("{:<40} {:>10.4f} {:>10.4f} {:>8.1f} {:>8.1f} {:>9.4f}   [{:>7.4f}, {:>7.4f}] {:>7.4f} {:>7.4f} "
+                     "{:>7.2f}% {:>7.2f}% {:>6}\n",
+                     row.scenario, km, bm, tflops(row.flops, km * 1e-3), tflops(row.flops, bm * 1e-3),
+                     s.scenarios[i].speedup, s.scenarios[i].ci95.lo, s.scenarios[i].ci95.hi,
+                     clock_speedup(row, "kernel_ms"), clock_speedup(row, "wall_ms"), 100 * cv(row.samples.kernel),
+                     100 * cv(row.samples.base), row.samples.kernel.size());
   }
   for (const auto& f : r.failed) o << f.id << ": FAILED: " << f.error << "\n";
   o << "geomean speedup over " << r.rows.size() << " scenarios: " << fmt::format("{:.4f}", s.geomean) << "  95% CI ["
